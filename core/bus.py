@@ -29,16 +29,8 @@ class CommittedEvents:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def wait_beyond(self, cursor: int, timeout: float | None = None) -> int:
-        """Wait until the head passes `cursor` (or `timeout` seconds); return the head."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+    async def wait_beyond(self, cursor: int) -> int:
+        """Wait until the head passes `cursor`; return the head. Bound it with asyncio.timeout."""
         while self._head <= cursor:
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                break
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                break
+            await self._changed.wait()
         return self._head

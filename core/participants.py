@@ -6,7 +6,7 @@ is `[a-z0-9][a-z0-9._-]*` (at most 64 characters). Addresses are canonicalised t
 
 A thread is identified by its participant set: two or more distinct addresses. The set is
 canonical — order and duplicates in the input do not matter — and its `key` is a fixed-length
-digest of the sorted addresses, which storage keeps unique so that exactly one thread exists per set.
+digest of the sorted addresses, which storage keeps unique: exactly one thread exists per set.
 """
 
 from __future__ import annotations

@@ -186,9 +186,7 @@ def check_can_act(states: dict[Address, ParticipantState], actor: Address) -> No
         raise NotAllowed(f"{actor} has been removed from this thread", code="participant_removed")
 
 
-def check_retraction(
-    target: Event | None, author: Address, *, already_retracted: bool
-) -> Message:
+def check_retraction(target: Event | None, author: Address, *, already_retracted: bool) -> Message:
     """Only the author of a message may retract it, and only once."""
     if not isinstance(target, Message):
         raise NotFound("no such message in this thread", code="message_not_found")

@@ -70,9 +70,7 @@ def is_visible(viewer: Address, event: Event, windows: Sequence[Blackout]) -> bo
     return not any(window.hides(event.key) for window in windows)
 
 
-def visible_to(
-    viewer: Address, events: Sequence[Event], members: Iterable[Address]
-) -> list[Event]:
+def visible_to(viewer: Address, events: Sequence[Event], members: Iterable[Address]) -> list[Event]:
     """The events of one thread that `viewer` may see, in the order given."""
     if viewer not in set(members):
         return []

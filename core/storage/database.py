@@ -1,13 +1,70 @@
-"""Opening the database: engine, schema upgrade, the group-commit writer and the repository."""
+"""Opening the database: engines, the group-commit writer and the thread repository.
+
+    db = await open_database(url, bus=CommittedEvents(), on_appended=count)
+    db.threads   # the ThreadRepository
+    await db.close()
+
+The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
+the new head position and hands the appended events to `on_appended` (for metrics).
+"""
 
 from __future__ import annotations
 
-# Implementation lands with the SQL repository (see core/storage/sql_threads.py). The public shape:
-#
-#   db = await open_database(url, bus=CommittedEvents(), clock=utc_now,
-#                            on_appended=lambda events: ...)
-#   db.threads  -> ThreadRepository
-#   db.bus      -> CommittedEvents
-#   await db.close()
-#
-#   await upgrade_schema(url) -> the revision now in force
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.bus import CommittedEvents
+from core.storage.engine import create_engine
+from core.storage.migrate import upgrade_schema
+from core.storage.sql_threads import SqlThreadRepository
+from core.storage.writer import Writer
+from core.timeline import AnyEvent
+
+__all__ = ["Database", "open_database", "upgrade_schema"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class Database:
+    threads: SqlThreadRepository
+    bus: CommittedEvents
+    reader: AsyncEngine
+    _writer: Writer
+    _writer_engine: AsyncEngine
+
+    async def close(self) -> None:
+        await self._writer.stop()
+        await self._writer_engine.dispose()
+        await self.reader.dispose()
+
+
+async def open_database(
+    url: str,
+    *,
+    bus: CommittedEvents | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    on_appended: Callable[[Sequence[AnyEvent]], None] | None = None,
+    max_batch: int = 256,
+) -> Database:
+    bus = bus or CommittedEvents()
+
+    def committed(events: Sequence[AnyEvent]) -> None:
+        if on_appended is not None:
+            on_appended(events)
+        bus.publish(events[-1].position)
+
+    writer_engine = create_engine(url, pool_size=1, writer=True)
+    reader = create_engine(url, pool_size=8)
+    writer = Writer(writer_engine, clock=clock, on_commit=committed, max_batch=max_batch)
+    writer.start()
+    repository = SqlThreadRepository(reader, writer)
+    bus.publish(await repository.head())
+    return Database(
+        threads=repository, bus=bus, reader=reader, _writer=writer, _writer_engine=writer_engine
+    )

@@ -59,9 +59,7 @@ class ThreadRepository(Protocol):
     async def get(self, thread_id: ThreadId) -> Thread:
         """The thread, or `NotFound` (code `thread_not_found`)."""
 
-    async def list_for(
-        self, participant: Address, *, limit: int = MAX_PAGE
-    ) -> Sequence[Thread]:
+    async def list_for(self, participant: Address, *, limit: int = MAX_PAGE) -> Sequence[Thread]:
         """The threads `participant` is a member of, oldest first."""
 
     async def post_message(

@@ -1,0 +1,288 @@
+"""The one writer: every write is a command, and commands commit in batches (group commit).
+
+A request hands its command to the writer and awaits the result. The writer takes whatever
+commands are waiting (up to `max_batch`), runs them in one transaction, commits once, and only
+then answers each caller and nudges the bus. So:
+
+- What a caller was told is committed: the answer is sent after the commit.
+- Positions are handed out in commit order. The position counter row is updated inside the
+  transaction, which serialises committers (across processes too, on PostgreSQL), so no reader
+  ever sees position N+1 while N is still uncommitted.
+- One bad command does not sink its batch: a command validates before it stages anything, and a
+  domain error answers only its own caller. If the database itself refuses the batch (say, a
+  constraint raced by another replica), each command is retried alone.
+- Thread rows are locked up front in id order (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
+  `BEGIN IMMEDIATE` locks the whole file), so batches from several replicas cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.errors import Conflict, NotFound, RolecallError
+from core.membership import ParticipantState
+from core.memory_policy import MemoryPolicy
+from core.participants import Address
+from core.storage import schema
+from core.storage.rows import event_to_row, from_micros, to_micros
+from core.threads import Thread
+from core.timeline import AnyEvent, ThreadId
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", covariant=True)
+
+
+@dataclass(slots=True)
+class ThreadState:
+    """A thread as one batch sees and changes it, under the thread row's lock."""
+
+    id: ThreadId
+    created_at: int
+    thread_only: bool
+    last_seq: int
+    last_at: int
+    states: dict[Address, ParticipantState]
+    changed_states: set[Address] = field(default_factory=set)
+    touched: bool = False
+
+    def snapshot(self) -> Thread:
+        return Thread(
+            id=self.id,
+            participants=tuple(sorted(self.states.items())),
+            memory_policy=MemoryPolicy(thread_only=self.thread_only),
+            created_at=from_micros(self.created_at),
+        )
+
+
+class Command(Protocol[T]):
+    """A write. `apply` validates, then stages; it returns what answers the caller after commit."""
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]: ...
+
+    async def apply(self, batch: Batch) -> Callable[[], T]: ...
+
+
+class Batch:
+    """One transaction's unit of work: thread states under lock, and the events staged so far."""
+
+    def __init__(self, connection: AsyncConnection, now: int) -> None:
+        self.connection = connection
+        self.now = now
+        self.threads: dict[ThreadId, ThreadState] = {}
+        self.staged: list[AnyEvent] = []
+        self.committed: list[AnyEvent] = []
+        self.retracted: set[str] = set()
+
+    async def load(self, thread_ids: Sequence[ThreadId]) -> None:
+        wanted = sorted(set(thread_ids) - set(self.threads))
+        if not wanted:
+            return
+        t = schema.threads
+        rows = await self.connection.execute(
+            select(t.c.id, t.c.created_at, t.c.memory_thread_only, t.c.last_seq, t.c.last_at)
+            .where(t.c.id.in_(wanted))
+            .order_by(t.c.id)
+            .with_for_update()
+        )
+        for row in rows:
+            self.threads[row.id] = ThreadState(
+                id=row.id,
+                created_at=row.created_at,
+                thread_only=row.memory_thread_only,
+                last_seq=row.last_seq,
+                last_at=row.last_at,
+                states={},
+            )
+        p = schema.thread_participants
+        members = await self.connection.execute(
+            select(p.c.thread_id, p.c.address, p.c.state).where(p.c.thread_id.in_(wanted))
+        )
+        for member in members:
+            state = self.threads[member.thread_id].states
+            state[Address(member.address)] = ParticipantState(member.state)
+
+    def thread(self, thread_id: ThreadId) -> ThreadState:
+        state = self.threads.get(thread_id)
+        if state is None:
+            raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
+        return state
+
+    def stage(self, thread: ThreadState, make: Callable[[int, datetime], AnyEvent]) -> int:
+        """Stage the thread's next event; `make(seq, at)` builds it. Returns its index."""
+        thread.last_seq += 1
+        # `at` never goes backwards within a thread, so (at, seq) order is seq order.
+        thread.last_at = max(self.now, thread.last_at)
+        thread.touched = True
+        self.staged.append(make(thread.last_seq, from_micros(thread.last_at)))
+        return len(self.staged) - 1
+
+    async def flush(self) -> None:
+        """Write what was staged: positions from the counter, events, thread and member rows."""
+        if self.staged:
+            counter = schema.stream_positions
+            end = (
+                await self.connection.execute(
+                    update(counter)
+                    .where(counter.c.stream == schema.EVENTS_STREAM)
+                    .values(value=counter.c.value + len(self.staged))
+                    .returning(counter.c.value)
+                )
+            ).scalar_one()
+            start = end - len(self.staged) + 1
+            self.committed = [
+                dataclasses.replace(event, position=start + i)
+                for i, event in enumerate(self.staged)
+            ]
+            await self.connection.execute(
+                schema.events.insert(), [event_to_row(e) for e in self.committed]
+            )
+        touched = [t for t in self.threads.values() if t.touched]
+        if touched:
+            t = schema.threads
+            await self.connection.execute(
+                update(t)
+                .where(t.c.id == bindparam("b_id"))
+                .values(
+                    last_seq=bindparam("b_seq"),
+                    last_at=bindparam("b_at"),
+                    memory_thread_only=bindparam("b_thread_only"),
+                ),
+                [
+                    {
+                        "b_id": t.id,
+                        "b_seq": t.last_seq,
+                        "b_at": t.last_at,
+                        "b_thread_only": t.thread_only,
+                    }
+                    for t in touched
+                ],
+            )
+        changed = [(t.id, a, t.states[a]) for t in self.threads.values() for a in t.changed_states]
+        if changed:
+            p = schema.thread_participants
+            await self.connection.execute(
+                update(p)
+                .where(p.c.thread_id == bindparam("b_id"), p.c.address == bindparam("b_address"))
+                .values(state=bindparam("b_state")),
+                [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
+            )
+
+
+@dataclass(slots=True)
+class _Pending:
+    command: Command[Any]
+    future: asyncio.Future[Any]
+
+
+class Writer:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Callable[[], datetime],
+        on_commit: Callable[[Sequence[AnyEvent]], None],
+        max_batch: int = 256,
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._on_commit = on_commit
+        self._max_batch = max_batch
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="rolecall-writer")
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop."""
+        if self._task is None:
+            return
+        await self._queue.join()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def run(self, command: Command[T]) -> T:
+        if self._task is None or self._task.done():
+            raise RuntimeError("the writer is not running")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Pending(command, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._commit(batch)
+            except Exception as exc:  # the writer must outlive any one batch
+                log.exception("write batch failed")
+                for pending in batch:
+                    _answer(pending.future, exc)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _commit(self, pending: list[_Pending]) -> None:
+        try:
+            answers, events = await self._attempt(pending)
+        except DBAPIError as exc:
+            if len(pending) == 1:
+                raise _translate(exc) from exc
+            log.warning("batch of %d refused by the database; retrying one by one", len(pending))
+            for one in pending:
+                try:
+                    await self._commit([one])
+                except Exception as single:
+                    _answer(one.future, single)
+            return
+        for one, answer in zip(pending, answers, strict=True):
+            _answer(one.future, answer)
+        if events:
+            self._on_commit(events)
+
+    async def _attempt(self, pending: list[_Pending]) -> tuple[list[Any], list[AnyEvent]]:
+        answers: list[Any] = []
+        async with self._engine.begin() as connection:
+            batch = Batch(connection, to_micros(self._clock()))
+            await batch.load([tid for one in pending for tid in one.command.thread_ids])
+            finishers: list[Callable[[], Any] | RolecallError] = []
+            for one in pending:
+                try:
+                    finishers.append(await one.command.apply(batch))
+                except RolecallError as error:
+                    finishers.append(error)
+            await batch.flush()
+        for finish in finishers:
+            answers.append(finish if isinstance(finish, RolecallError) else finish())
+        return answers, batch.committed
+
+
+def _answer(future: asyncio.Future[Any], answer: Any) -> None:
+    if future.done():  # the caller went away; the write stands
+        return
+    if isinstance(answer, BaseException):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
+
+def _translate(exc: DBAPIError) -> Exception:
+    if isinstance(exc, IntegrityError) and "retraction" in str(exc.orig):
+        return Conflict("this message is already retracted", code="already_retracted")
+    return exc
