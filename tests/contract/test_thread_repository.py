@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -129,7 +130,7 @@ async def test_events_at_never_go_backwards_within_a_thread(database: Database) 
     for i in range(20):
         await database.threads.post_message(thread.id, ALICE, f"m{i}")
     events = (await database.threads.timeline(thread.id)).events
-    assert all(x.key < y.key for x, y in zip(events, events[1:], strict=False))
+    assert all(x.key < y.key for x, y in itertools.pairwise(events))
 
 
 async def test_removed_participant_cannot_post_until_readded(database: Database) -> None:
