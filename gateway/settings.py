@@ -38,9 +38,7 @@ class Settings(BaseSettings):
     @classmethod
     def _supported_database(cls, value: str) -> str:
         if value and not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
-            raise ValueError(
-                "must start with sqlite+aiosqlite:// or postgresql+asyncpg://"
-            )
+            raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
         return value
 
     @field_validator("api_token")

@@ -47,22 +47,22 @@ class ResolveThread:
     participants: ParticipantSet
     thread_ids: Sequence[ThreadId] = ()
 
-    async def apply(self, batch: Batch) -> Callable[[], tuple[Thread, bool]]:
+    def apply(self, batch: Batch) -> Callable[[], tuple[Thread, bool]]:
         t = schema.threads
         by_key = select(t.c.id).where(t.c.set_key == self.participants.key)
-        found = (await batch.connection.execute(by_key)).scalar()
+        found = (batch.connection.execute(by_key)).scalar()
         created = False
         if found is None:
             found = new_id()
             dialect = postgresql if batch.connection.dialect.name == "postgresql" else sqlite
-            inserted = await batch.connection.execute(
+            inserted = batch.connection.execute(
                 dialect.insert(t)
                 .values(id=found, set_key=self.participants.key, created_at=batch.now)
                 .on_conflict_do_nothing(index_elements=["set_key"])
             )
             if inserted.rowcount == 1:
                 created = True
-                await batch.connection.execute(
+                batch.connection.execute(
                     schema.thread_participants.insert(),
                     [
                         {"thread_id": found, "address": a, "state": INITIAL_STATE.value}
@@ -70,8 +70,8 @@ class ResolveThread:
                     ],
                 )
             else:  # another process created it a moment ago; its commit is visible now
-                found = (await batch.connection.execute(by_key)).scalar_one()
-        await batch.load([ThreadId(found)])
+                found = (batch.connection.execute(by_key)).scalar_one()
+        batch.load([ThreadId(found)])
         thread = batch.thread(ThreadId(found))
         return lambda: (thread.snapshot(), created)
 
@@ -87,7 +87,7 @@ class PostMessage:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    async def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         check_can_act(thread.states, self.author)
         index = batch.stage(thread, self._event)
@@ -116,7 +116,7 @@ class ChangeParticipantState:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    async def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         from_state = change_state(thread.states, self.participant, self.to_state)
         thread.states[self.participant] = self.to_state
@@ -148,12 +148,12 @@ class Retract:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    async def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         e = schema.events
         row = (
             (
-                await batch.connection.execute(
+                batch.connection.execute(
                     select(e).where(e.c.id == self.message_id, e.c.thread_id == self.thread_id)
                 )
             )
@@ -163,7 +163,7 @@ class Retract:
         already = (
             self.message_id in batch.retracted
             or (
-                await batch.connection.execute(
+                batch.connection.execute(
                     select(e.c.id).where(e.c.kind == "retraction", e.c.target == self.message_id)
                 )
             ).first()
@@ -199,7 +199,7 @@ class SetMemoryPolicy:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    async def apply(self, batch: Batch) -> Callable[[], Thread]:
+    def apply(self, batch: Batch) -> Callable[[], Thread]:
         thread: ThreadState = batch.thread(self.thread_id)
         thread.thread_only = self.policy.thread_only
         thread.touched = True

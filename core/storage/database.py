@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.bus import CommittedEvents
-from core.storage.engine import create_engine
+from core.storage.engine import create_engine, create_sqlite_writer_engine, is_sqlite
 from core.storage.migrate import upgrade_schema
 from core.storage.sql_threads import SqlThreadRepository
+from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
 from core.storage.writer import Writer
 from core.timeline import AnyEvent
 
@@ -36,11 +37,11 @@ class Database:
     bus: CommittedEvents
     reader: AsyncEngine
     _writer: Writer
-    _writer_engine: AsyncEngine
+    _transactor: Transactor
 
     async def close(self) -> None:
         await self._writer.stop()
-        await self._writer_engine.dispose()
+        await self._transactor.close()
         await self.reader.dispose()
 
 
@@ -59,12 +60,16 @@ async def open_database(
             on_appended(events)
         bus.publish(events[-1].position)
 
-    writer_engine = create_engine(url, pool_size=1, writer=True)
+    transactor: Transactor = (
+        ThreadTransactor(create_sqlite_writer_engine(url))
+        if is_sqlite(url)
+        else AsyncTransactor(create_engine(url, pool_size=1, writer=True))
+    )
     reader = create_engine(url, pool_size=8)
-    writer = Writer(writer_engine, clock=clock, on_commit=committed, max_batch=max_batch)
+    writer = Writer(transactor, clock=clock, on_commit=committed, max_batch=max_batch)
     writer.start()
     repository = SqlThreadRepository(reader, writer)
     bus.publish(await repository.head())
     return Database(
-        threads=repository, bus=bus, reader=reader, _writer=writer, _writer_engine=writer_engine
+        threads=repository, bus=bus, reader=reader, _writer=writer, _transactor=transactor
     )

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.errors import Conflict, NotFound, RolecallError
 from core.membership import ParticipantState
@@ -36,6 +35,7 @@ from core.memory_policy import MemoryPolicy
 from core.participants import Address
 from core.storage import schema
 from core.storage.rows import event_to_row, from_micros, to_micros
+from core.storage.transact import Transactor
 from core.threads import Thread
 from core.timeline import AnyEvent, ThreadId
 
@@ -72,13 +72,13 @@ class Command(Protocol[T]):
     @property
     def thread_ids(self) -> Sequence[ThreadId]: ...
 
-    async def apply(self, batch: Batch) -> Callable[[], T]: ...
+    def apply(self, batch: Batch) -> Callable[[], T]: ...
 
 
 class Batch:
     """One transaction's unit of work: thread states under lock, and the events staged so far."""
 
-    def __init__(self, connection: AsyncConnection, now: int) -> None:
+    def __init__(self, connection: Connection, now: int) -> None:
         self.connection = connection
         self.now = now
         self.threads: dict[ThreadId, ThreadState] = {}
@@ -86,12 +86,12 @@ class Batch:
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
 
-    async def load(self, thread_ids: Sequence[ThreadId]) -> None:
+    def load(self, thread_ids: Sequence[ThreadId]) -> None:
         wanted = sorted(set(thread_ids) - set(self.threads))
         if not wanted:
             return
         t = schema.threads
-        rows = await self.connection.execute(
+        rows = self.connection.execute(
             select(t.c.id, t.c.created_at, t.c.memory_thread_only, t.c.last_seq, t.c.last_at)
             .where(t.c.id.in_(wanted))
             .order_by(t.c.id)
@@ -107,7 +107,7 @@ class Batch:
                 states={},
             )
         p = schema.thread_participants
-        members = await self.connection.execute(
+        members = self.connection.execute(
             select(p.c.thread_id, p.c.address, p.c.state).where(p.c.thread_id.in_(wanted))
         )
         for member in members:
@@ -129,12 +129,12 @@ class Batch:
         self.staged.append(make(thread.last_seq, from_micros(thread.last_at)))
         return len(self.staged) - 1
 
-    async def flush(self) -> None:
+    def flush(self) -> None:
         """Write what was staged: positions from the counter, events, thread and member rows."""
         if self.staged:
             counter = schema.stream_positions
             end = (
-                await self.connection.execute(
+                self.connection.execute(
                     update(counter)
                     .where(counter.c.stream == schema.EVENTS_STREAM)
                     .values(value=counter.c.value + len(self.staged))
@@ -146,13 +146,13 @@ class Batch:
                 dataclasses.replace(event, position=start + i)
                 for i, event in enumerate(self.staged)
             ]
-            await self.connection.execute(
+            self.connection.execute(
                 schema.events.insert(), [event_to_row(e) for e in self.committed]
             )
         touched = [t for t in self.threads.values() if t.touched]
         if touched:
             t = schema.threads
-            await self.connection.execute(
+            self.connection.execute(
                 update(t)
                 .where(t.c.id == bindparam("b_id"))
                 .values(
@@ -173,7 +173,7 @@ class Batch:
         changed = [(t.id, a, t.states[a]) for t in self.threads.values() for a in t.changed_states]
         if changed:
             p = schema.thread_participants
-            await self.connection.execute(
+            self.connection.execute(
                 update(p)
                 .where(p.c.thread_id == bindparam("b_id"), p.c.address == bindparam("b_address"))
                 .values(state=bindparam("b_state")),
@@ -190,13 +190,13 @@ class _Pending:
 class Writer:
     def __init__(
         self,
-        engine: AsyncEngine,
+        transactor: Transactor,
         *,
         clock: Callable[[], datetime],
         on_commit: Callable[[Sequence[AnyEvent]], None],
         max_batch: int = 256,
     ) -> None:
-        self._engine = engine
+        self._transactor = transactor
         self._clock = clock
         self._on_commit = on_commit
         self._max_batch = max_batch
@@ -257,20 +257,27 @@ class Writer:
             self._on_commit(events)
 
     async def _attempt(self, pending: list[_Pending]) -> tuple[list[Any], list[AnyEvent]]:
-        answers: list[Any] = []
-        async with self._engine.begin() as connection:
-            batch = Batch(connection, to_micros(self._clock()))
-            await batch.load([tid for one in pending for tid in one.command.thread_ids])
-            finishers: list[Callable[[], Any] | RolecallError] = []
-            for one in pending:
-                try:
-                    finishers.append(await one.command.apply(batch))
-                except RolecallError as error:
-                    finishers.append(error)
-            await batch.flush()
-        for finish in finishers:
-            answers.append(finish if isinstance(finish, RolecallError) else finish())
+        commands = [one.command for one in pending]
+        now = to_micros(self._clock())
+        finishers, batch = await self._transactor.transact(lambda c: _apply(c, commands, now))
+        answers = [f if isinstance(f, RolecallError) else f() for f in finishers]
         return answers, batch.committed
+
+
+def _apply(
+    connection: Connection, commands: list[Command[Any]], now: int
+) -> tuple[list[Callable[[], Any] | RolecallError], Batch]:
+    """Run a batch of commands in the open transaction `connection`; stage, then flush."""
+    batch = Batch(connection, now)
+    batch.load([tid for command in commands for tid in command.thread_ids])
+    finishers: list[Callable[[], Any] | RolecallError] = []
+    for command in commands:
+        try:
+            finishers.append(command.apply(batch))
+        except RolecallError as error:
+            finishers.append(error)
+    batch.flush()
+    return finishers, batch
 
 
 def _answer(future: asyncio.Future[Any], answer: Any) -> None:

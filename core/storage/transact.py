@@ -1,0 +1,63 @@
+"""Running a synchronous unit of work in one database transaction, from async code.
+
+The writer's batch logic is plain synchronous SQLAlchemy over a `Connection`; how it reaches the
+database depends on the backend:
+
+- SQLite: in one dedicated thread, on the stdlib `sqlite3` driver. A whole batch is one hop to
+  that thread, instead of one hop per statement through aiosqlite.
+- PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
+  the driver underneath; the loop stays free).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+R = TypeVar("R")
+
+
+class Transactor(Protocol):
+    async def transact(self, work: Callable[[Connection], R]) -> R:
+        """Run `work` inside one transaction; commit if it returns, roll back if it raises."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ThreadTransactor:
+    """SQLite: a synchronous engine used only from its own single thread."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rolecall-writer")
+
+    def _run(self, work: Callable[[Connection], R]) -> R:
+        with self._engine.begin() as connection:
+            return work(connection)
+
+    async def transact(self, work: Callable[[Connection], R]) -> R:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._engine.dispose)
+        self._thread.shutdown(wait=True)
+
+
+class AsyncTransactor:
+    """PostgreSQL: an async engine; the work runs through `run_sync`."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def transact(self, work: Callable[[Connection], R]) -> R:
+        async with self._engine.begin() as connection:
+            return await connection.run_sync(work)
+
+    async def close(self) -> None:
+        await self._engine.dispose()

@@ -1,0 +1,146 @@
+"""The HTTP API under `/api/v1`, and how every route of it reads a request.
+
+Routes are thin: read the request with the helpers here, call the repository, serialize. Reading is
+strict, so that a typo is an error rather than a silently ignored field:
+
+- A body is one JSON object. Not JSON (or not UTF-8) is 400 `invalid_json`; JSON that is not an
+  object is 422 `invalid_body`; a field the route does not know is 422 `unknown_field`, a required
+  one absent is 422 `missing_field` — each naming the field.
+- Each field is parsed by core's own validators (`parse_address`, `check_text`, …); their errors
+  keep their class and code (so too-long text stays 413) and gain the field's name in the message.
+- Query parameters likewise: unknown or repeated is 422; numbers are plain decimal digits within
+  the stated bounds (never beyond what every JSON client reads exactly).
+
+What the routes need from the application is named here with a typed key, so that route modules do
+not import the app that wires them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from core.errors import InvalidInput, RolecallError
+from core.storage import Database
+from core.storage.repository import ThreadRepository
+from gateway.errors import ApiError
+
+DATABASE_KEY = web.AppKey("database", Database)
+
+# Cursors and counts stay within the integers every JSON client reads exactly (JavaScript's
+# Number.MAX_SAFE_INTEGER), far inside what storage holds even after it adds one.
+MAX_QUERY_INT = 2**53 - 1
+_DIGITS = re.compile(r"[0-9]{1,16}")
+
+T = TypeVar("T")
+
+
+def repository(request: web.Request) -> ThreadRepository:
+    """The thread repository of the app handling `request`."""
+    return request.app[DATABASE_KEY].threads
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def read_object(
+    request: web.Request, *, required: Collection[str] = (), optional: Collection[str] = ()
+) -> dict[str, Any]:
+    """The body as a JSON object holding only the named fields, the required ones present."""
+    raw = await request.read()
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise ApiError(400, "invalid_json", "the request body is not UTF-8 text") from None
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidInput(
+            f"the request body must be a JSON object, not {_json_type(body)}", code="invalid_body"
+        )
+    allowed = [*required, *optional]
+    for name in body:
+        if name not in allowed:
+            raise InvalidInput(
+                f"unknown field {name!r}; this request takes {_names(allowed)}",
+                code="unknown_field",
+            )
+    for name in required:
+        if name not in body:
+            raise InvalidInput(f"missing required field {name!r}", code="missing_field")
+    return body
+
+
+def field(body: Mapping[str, Any], name: str, parse: Callable[[Any], T]) -> T:
+    """Parse `body[name]` (None when absent) with a core validator; errors name the field."""
+    return named(name, parse, body.get(name))
+
+
+def named(name: str, parse: Callable[[Any], T], raw: Any) -> T:
+    try:
+        return parse(raw)
+    except RolecallError as error:
+        raise type(error)(f"{name}: {error.message}", code=error.code) from None
+
+
+def read_query(request: web.Request, allowed: Collection[str]) -> dict[str, str]:
+    """The query parameters, each at most once and all of them known."""
+    params: dict[str, str] = {}
+    for name, value in request.query.items():
+        if name not in allowed:
+            raise InvalidInput(
+                f"unknown query parameter {name!r}; this request takes {_names(allowed)}",
+                code="unknown_parameter",
+            )
+        if name in params:
+            raise InvalidInput(
+                f"query parameter {name!r} is given more than once", code="repeated_parameter"
+            )
+        params[name] = value
+    return params
+
+
+def query_int(
+    params: Mapping[str, str], name: str, *, default: int, low: int, high: int = MAX_QUERY_INT
+) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    value = int(raw) if _DIGITS.fullmatch(raw) else None
+    if value is None or not low <= value <= high:
+        raise InvalidInput(
+            f"query parameter {name!r} must be a whole number from {low} to {high}, not {raw!r}",
+            code="invalid_parameter",
+        )
+    return value
+
+
+def query_bool(params: Mapping[str, str], name: str) -> bool:
+    raw = params.get(name, "false")
+    if raw not in ("true", "false"):
+        raise InvalidInput(
+            f"query parameter {name!r} must be true or false, not {raw!r}",
+            code="invalid_parameter",
+        )
+    return raw == "true"
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _names(names: Collection[str]) -> str:
+    return ", ".join(repr(name) for name in names) if names else "no fields"

@@ -1,0 +1,67 @@
+"""Threads and timeline events as the JSON the API returns.
+
+Every event: `{"id", "thread_id", "seq", "position", "at", "kind", …kind fields}` with `at` in
+RFC 3339, UTC, with microseconds. The kind fields:
+
+- `message`: `author`, `text`, `context` (`{kind, task?, originating_message?}` or null),
+  `retracted`
+- `participant_state_changed`: `participant`, `from_state`, `to_state`
+- `retraction`: `author`, `target` (the message's id), `reason` (or null)
+- `system`: `text`
+
+A thread: `{"id", "participants": [{"address", "state"}], "memory_policy": {"thread_only"},
+"created_at"}`, participants in the set's canonical (sorted) order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.threads import Thread
+from core.timeline import AnyEvent, Message, Retraction, StateChange, SystemNote, rfc3339
+
+JsonObject = dict[str, Any]
+
+
+def thread_json(thread: Thread) -> JsonObject:
+    return {
+        "id": thread.id,
+        "participants": [
+            {"address": address, "state": state.value} for address, state in thread.participants
+        ],
+        "memory_policy": thread.memory_policy.to_json(),
+        "created_at": rfc3339(thread.created_at),
+    }
+
+
+def event_json(event: AnyEvent) -> JsonObject:
+    common: JsonObject = {
+        "id": event.id,
+        "thread_id": event.thread_id,
+        "seq": event.seq,
+        "position": event.position,
+        "at": rfc3339(event.at),
+        "kind": event.kind.value,
+    }
+    return common | _kind_fields(event)
+
+
+def _kind_fields(event: AnyEvent) -> JsonObject:
+    match event:
+        case Message():
+            return {
+                "author": event.author,
+                "text": event.text,
+                "context": event.context.to_json() if event.context is not None else None,
+                "retracted": event.retracted,
+            }
+        case StateChange():
+            return {
+                "participant": event.participant,
+                "from_state": event.from_state.value,
+                "to_state": event.to_state.value,
+            }
+        case Retraction():
+            return {"author": event.author, "target": event.target, "reason": event.reason}
+        case SystemNote():
+            return {"text": event.text}

@@ -1,0 +1,154 @@
+"""Threads, their timelines and their participants over HTTP.
+
+    POST  /api/v1/threads                                     resolve a participant set
+    GET   /api/v1/threads?participant=ADDR                    the threads of a participant
+    GET   /api/v1/threads/{id}                                one thread
+    PATCH /api/v1/threads/{id}                                change its memory policy
+    POST  /api/v1/threads/{id}/messages                       post a message
+    POST  /api/v1/threads/{id}/messages/{message_id}/retract  retract one's own message
+    POST  /api/v1/threads/{id}/participants/{addr}            remove or re-add a member
+    GET   /api/v1/threads/{id}/timeline                       read the timeline (filtered with `as`)
+
+Each handler parses the request, makes one repository call and serializes its result; the rules
+(who may post, who sees what, which moves are legal) are core's, their errors translated by the one
+error middleware.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import InvalidInput
+from core.membership import parse_state
+from core.memory_policy import MemoryPolicy
+from core.participants import Address, ParticipantSet, parse_address
+from core.storage.repository import DEFAULT_PAGE, MAX_PAGE, TimelinePage
+from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context
+from gateway.api import (
+    field,
+    named,
+    query_bool,
+    query_int,
+    read_object,
+    read_query,
+    repository,
+)
+from gateway.api.serialize import event_json, thread_json
+
+routes = web.RouteTableDef()
+
+
+def _participant_list(raw: Any) -> ParticipantSet:
+    if not isinstance(raw, list):
+        raise InvalidInput(
+            'must be a list of addresses like ["person:alice", "role:support"]',
+            code="invalid_participants",
+        )
+    return ParticipantSet.of(raw)
+
+
+def _thread_id(request: web.Request) -> ThreadId:
+    return ThreadId(request.match_info["id"])
+
+
+@routes.post("/api/v1/threads")
+async def resolve_thread(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["participants"])
+    participants = field(body, "participants", _participant_list)
+    thread, created = await repository(request).resolve(participants)
+    return web.json_response(thread_json(thread), status=201 if created else 200)
+
+
+@routes.get("/api/v1/threads")
+async def list_threads(request: web.Request) -> web.Response:
+    params = read_query(request, ["participant"])
+    if "participant" not in params:
+        raise InvalidInput(
+            "missing query parameter 'participant' (an address like person:alice)",
+            code="missing_parameter",
+        )
+    participant = named("participant", parse_address, params["participant"])
+    found = await repository(request).list_for(participant)
+    return web.json_response({"threads": [thread_json(thread) for thread in found]})
+
+
+@routes.get("/api/v1/threads/{id}")
+async def show_thread(request: web.Request) -> web.Response:
+    thread = await repository(request).get(_thread_id(request))
+    return web.json_response(thread_json(thread))
+
+
+@routes.patch("/api/v1/threads/{id}")
+async def update_thread(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["memory_policy"])
+    policy = field(body, "memory_policy", MemoryPolicy.parse)
+    thread = await repository(request).set_memory_policy(_thread_id(request), policy)
+    return web.json_response(thread_json(thread))
+
+
+@routes.post("/api/v1/threads/{id}/messages")
+async def post_message(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["author", "text"], optional=["context"])
+    author = field(body, "author", parse_address)
+    text = field(body, "text", check_text)
+    context = field(body, "context", parse_context)
+    threads = repository(request)
+    message = await threads.post_message(_thread_id(request), author, text, context)
+    return web.json_response(event_json(message), status=201)
+
+
+@routes.post("/api/v1/threads/{id}/messages/{message_id}/retract")
+async def retract_message(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["author"], optional=["reason"])
+    author = field(body, "author", parse_address)
+    reason = field(body, "reason", check_reason)
+    retraction = await repository(request).retract(
+        _thread_id(request), EventId(request.match_info["message_id"]), author, reason
+    )
+    return web.json_response(event_json(retraction), status=201)
+
+
+@routes.post("/api/v1/threads/{id}/participants/{addr}")
+async def change_participant_state(request: web.Request) -> web.Response:
+    participant = named("participant", parse_address, request.match_info["addr"])
+    body = await read_object(request, required=["state"])
+    state = field(body, "state", parse_state)
+    threads = repository(request)
+    change = await threads.set_participant_state(_thread_id(request), participant, state)
+    return web.json_response(event_json(change))
+
+
+@routes.get("/api/v1/threads/{id}/timeline")
+async def read_timeline(request: web.Request) -> web.Response:
+    """Forward from `after` (default: the beginning); or backward from `before`, or the newest
+    page with `latest=true`. With `as`, only what that participant may see."""
+    params = read_query(request, ["as", "after", "before", "latest", "limit"])
+    viewer: Address | None = None
+    if "as" in params:
+        viewer = named("as", parse_address, params["as"])
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    latest = query_bool(params, "latest")
+    backward = latest or "before" in params
+    if backward and "after" in params:
+        raise InvalidInput(
+            "'after' reads forward; it cannot be combined with 'before' or 'latest=true'",
+            code="conflicting_parameters",
+        )
+    if latest and "before" in params:
+        raise InvalidInput(
+            "'latest=true' reads the newest page; use 'before' alone to page back",
+            code="conflicting_parameters",
+        )
+    threads, thread_id = repository(request), _thread_id(request)
+    page: TimelinePage
+    if backward:
+        before = query_int(params, "before", default=0, low=1) if not latest else None
+        page = await threads.latest(thread_id, viewer=viewer, before=before, limit=limit)
+    else:
+        after = query_int(params, "after", default=0, low=0)
+        page = await threads.timeline(thread_id, viewer=viewer, after=after, limit=limit)
+    return web.json_response(
+        {"events": [event_json(e) for e in page.events], "next": page.next, "more": page.more}
+    )

@@ -1,0 +1,215 @@
+"""The aiohttp application: wiring, lifecycle, and what wraps every request.
+
+`build_app(settings, api_token=…)` returns an application that, on startup, upgrades the schema
+and opens the database (closed again on cleanup), and serves:
+
+    GET /healthz    open; `{"status": "ok"}` once the database answers
+    GET /metrics    open; Prometheus text format
+    /api/v1/…       the HTTP API; `Authorization: Bearer <operator token>` on every route
+
+Every request passes, outermost first, through: tracing (a request id taken from a well-formed
+`X-Request-Id` or made up, echoed on the response and stamped on every log line written while the
+request is handled; then one access log line — method, path without the query, status, duration,
+remote address, request id; headers are never logged, so neither is the token); metrics (so they
+count the status the client actually gets); the one error translation; and the bearer check for
+`/api/v1`. The runner's own access log is not needed (`web.run_app(app, access_log=None)`).
+
+`configure_logging(settings)`, called once by whoever runs the app, sends every log line of the
+process to stderr as a JSON object (`log_format=json`) or as text, at `log_level`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from time import perf_counter
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from core.bus import CommittedEvents
+from core.storage import open_database
+from core.storage.database import upgrade_schema
+from core.timeline import rfc3339
+from gateway.api import DATABASE_KEY
+from gateway.api import threads as thread_routes
+from gateway.errors import ApiError, translate_errors
+from gateway.metrics import METRICS_KEY, Metrics, measure_requests, serve_metrics
+from gateway.settings import Settings
+
+API_PREFIX = "/api/v1"
+REQUEST_ID_HEADER = "X-Request-Id"
+
+SETTINGS_KEY = web.AppKey("settings", Settings)
+
+current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+log = logging.getLogger("rolecall.gateway")
+access_log = logging.getLogger("rolecall.access")
+
+_WELL_FORMED_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def build_app(settings: Settings, *, api_token: str) -> web.Application:
+    """The gateway's application; the database is opened when it starts, not here."""
+    app = web.Application(
+        client_max_size=settings.max_body_bytes,
+        middlewares=[trace_request, measure_requests, translate_errors, bearer_auth(api_token)],
+    )
+    app[SETTINGS_KEY] = settings
+    app[METRICS_KEY] = Metrics()
+    app.cleanup_ctx.append(database_lifecycle)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", serve_metrics)
+    app.add_routes(thread_routes.routes)
+    return app
+
+
+async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    url = app[SETTINGS_KEY].database
+    await upgrade_schema(url)
+    database = await open_database(
+        url, bus=CommittedEvents(), on_appended=app[METRICS_KEY].count_appended
+    )
+    app[DATABASE_KEY] = database
+    try:
+        yield
+    finally:
+        await database.close()
+
+
+async def healthz(request: web.Request) -> web.Response:
+    try:
+        await request.app[DATABASE_KEY].threads.head()
+    except Exception:
+        log.exception("health check: the database does not answer")
+        raise ApiError(503, "unavailable", "the database does not answer") from None
+    return web.json_response({"status": "ok"})
+
+
+# --- what wraps every request -------------------------------------------------------------
+
+
+@web.middleware
+async def trace_request(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Give the request an id, and write its access log line once it is answered."""
+    offered = request.headers.get(REQUEST_ID_HEADER, "")
+    request_id = offered if _WELL_FORMED_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+    token = current_request_id.set(request_id)
+    started = perf_counter()
+    try:
+        response = await handler(request)
+    finally:
+        current_request_id.reset(token)
+    if not response.prepared:  # a streamed response has sent its headers already
+        response.headers[REQUEST_ID_HEADER] = request_id
+    _log_access(request, response, perf_counter() - started, request_id)
+    return response
+
+
+def _log_access(
+    request: web.Request, response: web.StreamResponse, seconds: float, request_id: str
+) -> None:
+    # Headers are deliberately absent: the token must never reach a log.
+    fields = {
+        "method": request.method,
+        "path": request.path,
+        "status": response.status,
+        "duration_ms": round(seconds * 1000, 3),
+        "remote": request.remote,
+        "request_id": request_id,
+    }
+    access_log.info(
+        "%s %s %s %s %.1fms",
+        request.remote,
+        request.method,
+        request.path,
+        response.status,
+        seconds * 1000,
+        extra={"fields": fields, "request_id": request_id},
+    )
+
+
+def bearer_auth(api_token: str) -> Middleware:
+    """Require `Authorization: Bearer <api_token>` on every `/api/v1` request."""
+    expected = api_token.encode()
+
+    @web.middleware
+    async def check_bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if _under_api(request) and not _bearer_matches(request, expected):
+            raise ApiError(
+                401,
+                "unauthorized",
+                "this route needs the header 'Authorization: Bearer <operator token>'",
+                headers={"WWW-Authenticate": 'Bearer realm="rolecall"'},
+            )
+        return await handler(request)
+
+    return check_bearer
+
+
+def _under_api(request: web.Request) -> bool:
+    resource = request.match_info.route.resource
+    paths = [request.path] + ([resource.canonical] if resource is not None else [])
+    return any(path == API_PREFIX or path.startswith(API_PREFIX + "/") for path in paths)
+
+
+def _bearer_matches(request: web.Request, expected: bytes) -> bool:
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    offered = credentials.strip().encode("utf-8", "backslashreplace")
+    return hmac.compare_digest(offered, expected)
+
+
+# --- logging ------------------------------------------------------------------------------
+
+
+class JsonFormatter(logging.Formatter):
+    """A log record as one JSON object: time, level, logger, message, request id, its `fields`,
+    and the traceback when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "at": rfc3339(datetime.fromtimestamp(record.created, UTC)),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", None)
+        if request_id is not None:
+            line["request_id"] = request_id
+        line.update(getattr(record, "fields", None) or {})
+        if record.exc_info:
+            line["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+class RequestIdFilter(logging.Filter):
+    """Stamp the id of the request being handled (if any) on each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "request_id", None) is None:
+            record.request_id = current_request_id.get()
+        return True
+
+
+def configure_logging(settings: Settings) -> None:
+    """Send every log line of the process to stderr, as JSON or as text, at the set level."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
+    if settings.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level.upper())

@@ -1,0 +1,492 @@
+"""The `rolecall` command: run the gateway, upgrade its database, work with threads.
+
+- `rolecall serve` reads the settings, makes sure there is an operator token, and runs the gateway
+  (whose start-up upgrades the schema) until Ctrl-C.
+- `rolecall db upgrade` upgrades the schema alone and says which revision is in force.
+- `rolecall thread …` talks to a *running* gateway over its HTTP API (`gateway.client`), never to
+  the database directly, so that every change reaches the gateway's listeners like any other.
+
+Output is a readable table, or with `--json` the gateway's JSON as it came. Every failure is one
+line on stderr, `rolecall: …`, and a non-zero exit: 1 when the gateway or the database refused or
+could not be reached, 2 for a usage or configuration error (argparse's own code). Never a traceback
+(unless ROLECALL_LOG_LEVEL=debug, for an unexpected error).
+
+Heavy imports (aiohttp, pydantic, SQLAlchemy) happen inside the commands that need them, so thread
+commands start quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from core.errors import RolecallError
+from gateway.client import DEFAULT_URL, ClientError, GatewayClient, check_base_url
+
+if TYPE_CHECKING:
+    from gateway.settings import Settings
+
+PROG = "rolecall"
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+JSON = dict[str, Any]
+Command = Callable[[argparse.Namespace], int]
+T = TypeVar("T")
+
+
+class Failure(Exception):
+    """A command failed for a reason the user can act on; the message is one line."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command: Command = args.command
+    try:
+        return command(args)
+    except Failure as exc:
+        return _fail(exc.message, exc.exit_code)
+    except ClientError as exc:
+        return _fail(_client_error_line(exc))
+    except RolecallError as exc:
+        return _fail(f"{exc.code}: {exc.message}")
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`rolecall thread timeline … | head`); say nothing more.
+        # Point stdout at /dev/null so the flush at exit does not fail a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except Exception as exc:
+        if os.environ.get("ROLECALL_LOG_LEVEL", "").lower() == "debug":
+            import traceback
+
+            traceback.print_exc()
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        return _fail(f"unexpected error: {type(exc).__name__}: {first_line}")
+
+
+def _fail(message: str, exit_code: int = EXIT_FAILURE) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return exit_code
+
+
+def _client_error_line(exc: ClientError) -> str:
+    if exc.status is None:
+        return exc.message
+    if exc.status == 401:
+        return (
+            f"{exc.code}: {exc.message} (pass --token, set ROLECALL_API_TOKEN, "
+            "or use the token file the gateway printed at start)"
+        )
+    return f"{exc.code}: {exc.message}"
+
+
+# -- the parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Rolecall: one ongoing conversation per person and role."
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the gateway (upgrades the schema first)",
+        description="Run the gateway on ROLECALL_HOST:ROLECALL_PORT until Ctrl-C.",
+    )
+    serve.set_defaults(command=serve_command)
+
+    db = commands.add_parser("db", help="database maintenance").add_subparsers(
+        title="commands", metavar="COMMAND", required=True
+    )
+    upgrade = db.add_parser(
+        "upgrade", help="upgrade the schema to the newest revision", parents=[_json_option()]
+    )
+    upgrade.set_defaults(command=db_upgrade_command)
+
+    _add_thread_commands(commands)
+    return parser
+
+
+def _json_option() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--json", action="store_true", help="print the JSON response as it came")
+    return options
+
+
+def _gateway_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False, parents=[_json_option()])
+    options.add_argument(
+        "--url", help=f"the running gateway (default: $ROLECALL_URL, else {DEFAULT_URL})"
+    )
+    options.add_argument(
+        "--token",
+        help="operator API token (default: $ROLECALL_API_TOKEN, else the token file "
+        "the gateway created under ROLECALL_VAR_DIR)",
+    )
+    return options
+
+
+def _add_thread_commands(commands: Any) -> None:
+    thread = commands.add_parser(
+        "thread",
+        help="resolve, read and change threads on a running gateway",
+        description="Work with threads through a running gateway's HTTP API.",
+    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+    common = [_gateway_options()]
+
+    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = thread.add_parser(
+            name, help=help_text, description=help_text, parents=common
+        )
+        sub.set_defaults(command=command)
+        return sub
+
+    sub = add("resolve", resolve_command, "the one thread of a participant set (created if new)")
+    sub.add_argument("participants", nargs="+", metavar="ADDR", help="person:<slug> or role:<name>")
+
+    sub = add("show", show_command, "a thread: its participants, their states, its memory policy")
+    sub.add_argument("thread_id", metavar="ID")
+
+    sub = add("list", list_command, "the threads a participant is a member of")
+    sub.add_argument("--participant", required=True, metavar="ADDR")
+
+    sub = add("send", send_command, "post a message to a thread")
+    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="the author")
+    sub.add_argument("text", nargs="+", metavar="TEXT", help="the message ('-' reads stdin)")
+
+    sub = add("timeline", timeline_command, "a thread's events, oldest first")
+    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument(
+        "--as", dest="viewer", metavar="ADDR", help="only what this participant may see"
+    )
+    start = sub.add_mutually_exclusive_group()
+    start.add_argument("--after", type=_count(0), metavar="SEQ", help="events after this seq")
+    start.add_argument(
+        "--before", type=_count(1), metavar="SEQ", help="the newest events before this seq"
+    )
+    start.add_argument("--latest", action="store_true", help="the newest events")
+    sub.add_argument("--limit", type=_count(1), metavar="N", help="at most N events")
+
+    sub = add("remove", remove_command, "set a participant's state to removed")
+    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("address", metavar="ADDR")
+
+    sub = add("readd", readd_command, "set a removed participant's state back to active")
+    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("address", metavar="ADDR")
+
+    sub = add("retract", retract_command, "mark one of your own messages retracted")
+    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("message_id", metavar="MESSAGE_ID")
+    sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="its author")
+    sub.add_argument("--reason", metavar="TEXT")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+# -- serve and db ----------------------------------------------------------------------------------
+
+
+def _settings() -> Settings:
+    from gateway.settings import SettingsError, load_settings
+
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        raise Failure(str(exc), EXIT_USAGE) from None
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    settings = _settings()
+    from aiohttp import web
+
+    from gateway.app import build_app, configure_logging
+    from gateway.settings import ensure_api_token
+
+    try:
+        token, token_file = ensure_api_token(settings)
+    except OSError as exc:
+        path = settings.token_file
+        raise Failure(f"cannot create the operator token file {path}: {exc}") from None
+    if token_file is not None:
+        print(f"operator API token: {token_file}", flush=True)
+
+    configure_logging(settings)
+    app = build_app(settings, api_token=token)
+    started = False
+
+    async def mark_started(_app: web.Application) -> None:
+        # Runs after the app's own start-up (schema, database): a later OSError is the socket's.
+        nonlocal started
+        started = True
+
+    app.on_startup.append(mark_started)
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    listening = f"Rolecall listening on http://{host}:{settings.port}"
+
+    def run() -> None:
+        try:
+            web.run_app(
+                app,
+                host=settings.host,
+                port=settings.port,
+                access_log=None,  # the application writes its own request log
+                print=lambda _banner: print(listening, flush=True),
+            )
+        except OSError as exc:
+            if not started:
+                raise
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise Failure(f"cannot listen on {settings.host}:{settings.port}: {reason}") from None
+
+    _with_database(settings.database, run)
+    return 0
+
+
+def db_upgrade_command(args: argparse.Namespace) -> int:
+    settings = _settings()
+    import asyncio
+
+    from core.storage.database import upgrade_schema
+
+    url = settings.database
+    revision = _with_database(url, lambda: asyncio.run(upgrade_schema(url)))
+    if args.json:
+        _print_json({"revision": revision})
+    else:
+        print(f"database at {revision}")
+    return 0
+
+
+def _with_database(url: str, work: Callable[[], T]) -> T:
+    """Run `work`, turning "cannot reach / refused by the database" into one line."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    where = make_url(url).render_as_string(hide_password=True)
+    try:
+        return work()
+    except OSError as exc:
+        raise Failure(f"cannot reach the database {where}: {exc.strerror or exc}") from None
+    except SQLAlchemyError as exc:
+        cause = getattr(exc, "orig", None) or exc
+        line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        raise Failure(f"database {where}: {line}") from None
+
+
+# -- thread commands -------------------------------------------------------------------------------
+
+
+def _client(args: argparse.Namespace) -> GatewayClient:
+    url = args.url or os.environ.get("ROLECALL_URL") or DEFAULT_URL
+    try:
+        url = check_base_url(url)
+    except ValueError as exc:
+        raise Failure(str(exc), EXIT_USAGE) from None
+    token = args.token or os.environ.get("ROLECALL_API_TOKEN") or _token_from_file()
+    return GatewayClient(url, token)
+
+
+def _token_from_file() -> str:
+    path: Path = _settings().token_file
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        token = ""
+    except OSError as exc:
+        raise Failure(f"cannot read the operator token file {path}: {exc}", EXIT_USAGE) from None
+    if not token:
+        raise Failure(
+            f"no operator token: pass --token, set ROLECALL_API_TOKEN, or run `rolecall serve` "
+            f"once to create {path}",
+            EXIT_USAGE,
+        )
+    return token
+
+
+def resolve_command(args: argparse.Namespace) -> int:
+    thread, created = _client(args).resolve_thread(args.participants)
+    if args.json:
+        _print_json(thread)
+    else:
+        _print_thread(thread, note="created" if created else "already existed")
+    return 0
+
+
+def show_command(args: argparse.Namespace) -> int:
+    return _output(args, _client(args).get_thread(args.thread_id), _print_thread)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    answer = _client(args).list_threads(args.participant)
+    if args.json:
+        _print_json(answer)
+        return 0
+    threads = answer.get("threads", [])
+    if not threads:
+        print(f"(no threads for {args.participant})")
+        return 0
+    rows = [[t["id"], str(t.get("created_at", "")), _participants_cell(t)] for t in threads]
+    print(_table([["THREAD", "CREATED_AT", "PARTICIPANTS"], *rows]))
+    return 0
+
+
+def send_command(args: argparse.Namespace) -> int:
+    text = " ".join(args.text)
+    if text == "-":
+        text = sys.stdin.read()
+    event = _client(args).send_message(args.thread_id, args.author, text)
+    return _output(args, event, _print_event)
+
+
+def timeline_command(args: argparse.Namespace) -> int:
+    page = _client(args).timeline(
+        args.thread_id,
+        as_participant=args.viewer,
+        after=args.after,
+        before=args.before,
+        latest=args.latest,
+        limit=args.limit,
+    )
+    if args.json:
+        _print_json(page)
+        return 0
+    events = page.get("events", [])
+    if events:
+        _print_events(events)
+    else:
+        print("(no events)")
+    if page.get("more") and page.get("next") is not None:
+        backward = args.latest or args.before is not None
+        print(f"(more: --{'before' if backward else 'after'} {page['next']})")
+    return 0
+
+
+def remove_command(args: argparse.Namespace) -> int:
+    return _set_state(args, "removed")
+
+
+def readd_command(args: argparse.Namespace) -> int:
+    return _set_state(args, "active")
+
+
+def _set_state(args: argparse.Namespace, state: str) -> int:
+    event = _client(args).set_participant_state(args.thread_id, args.address, state)
+    return _output(args, event, _print_event)
+
+
+def retract_command(args: argparse.Namespace) -> int:
+    event = _client(args).retract(args.thread_id, args.message_id, args.author, args.reason)
+    return _output(args, event, _print_event)
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _table(rows: list[list[str]]) -> str:
+    """Aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _output(args: argparse.Namespace, data: JSON, readable: Callable[[JSON], None]) -> int:
+    if args.json:
+        _print_json(data)
+    else:
+        readable(data)
+    return 0
+
+
+def _print_thread(thread: JSON, *, note: str | None = None) -> None:
+    policy = thread.get("memory_policy") or {}
+    memory = "thread only" if policy.get("thread_only", True) else "shared with the role's threads"
+    fields = [
+        ["thread", thread["id"] + (f"  ({note})" if note else "")],
+        ["created_at", str(thread.get("created_at", ""))],
+        ["memory", memory],
+    ]
+    print(_table(fields))
+    print()
+    rows = [[p["address"], p["state"]] for p in thread.get("participants", [])]
+    print(_table([["PARTICIPANT", "STATE"], *rows]))
+
+
+def _participants_cell(thread: JSON) -> str:
+    return ", ".join(
+        p["address"] + ("" if p.get("state") == "active" else f" ({p.get('state')})")
+        for p in thread.get("participants", [])
+    )
+
+
+def _print_events(events: list[JSON]) -> None:
+    rows = [
+        [str(e.get("seq", "")), str(e.get("at", "")), str(e.get("id", "")), *_describe(e)]
+        for e in events
+    ]
+    print(_table([["SEQ", "AT", "ID", "KIND", "WHO", "TEXT"], *rows]))
+
+
+def _print_event(event: JSON) -> None:
+    _print_events([event])
+
+
+def _describe(event: JSON) -> list[str]:
+    """KIND, WHO and TEXT of one event, on one line."""
+    kind = str(event.get("kind", "?"))
+    if kind == "message":
+        text = _one_line(str(event.get("text", "")))
+        if event.get("retracted"):
+            text = f"[retracted] {text}"
+        context = event.get("context")
+        if isinstance(context, dict) and context.get("kind"):
+            text = f"{text}  [context: {context['kind']}]"
+        return [kind, str(event.get("author", "")), text]
+    if kind == "participant_state_changed":
+        change = f"{event.get('from_state')} -> {event.get('to_state')}"
+        return [kind, str(event.get("participant", "")), change]
+    if kind == "retraction":
+        text = f"retracts {event.get('target')}"
+        if event.get("reason"):
+            text += f": {_one_line(str(event['reason']))}"
+        return [kind, str(event.get("author", "")), text]
+    known = {"id", "thread_id", "seq", "position", "at", "kind"}
+    rest = {k: v for k, v in event.items() if k not in known}
+    text = str(rest.pop("text")) if isinstance(rest.get("text"), str) else ""
+    if rest:
+        text = f"{text} {json.dumps(rest, ensure_ascii=False)}".strip()
+    return [kind, "-", _one_line(text)]
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\\n")

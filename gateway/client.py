@@ -1,0 +1,184 @@
+"""A small synchronous client of a running gateway's HTTP API, for the CLI.
+
+The CLI changes threads through the gateway rather than the database, so that the gateway's
+listeners (runs, channel deliveries) are nudged by every change exactly as for any other caller.
+JSON goes in and out; every failure — an API error, an unreachable gateway, an answer that is not
+the gateway's — becomes one `ClientError(code, message, status)`. `status` is the HTTP status of an
+API error and None when no HTTP answer came back.
+
+Standard library only (`urllib.request`): a CLI call is one short request, and importing nothing
+heavy keeps the command quick to start.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+API_PREFIX = "/api/v1"
+
+JSON = dict[str, Any]
+
+
+class ClientError(Exception):
+    """The request failed. `code` is the gateway's error code (or a transport code)."""
+
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    data: JSON
+
+
+def check_base_url(url: str) -> str:
+    """The base URL without a trailing slash, or `ValueError` saying what is wrong with it."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"the gateway URL must look like {DEFAULT_URL}, not {url!r}")
+    return url.rstrip("/")
+
+
+def _segment(value: str) -> str:
+    """One path segment; addresses keep their readable `kind:name` form."""
+    return urllib.parse.quote(value, safe=":@")
+
+
+class GatewayClient:
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
+        self.base_url = check_base_url(base_url)
+        self._token = token
+        self._timeout = timeout
+
+    # -- the thread API ------------------------------------------------------------------------
+
+    def resolve_thread(self, participants: list[str]) -> tuple[JSON, bool]:
+        """The thread of this participant set, and whether this call created it."""
+        response = self.request("POST", "/threads", body={"participants": participants})
+        return response.data, response.status == 201
+
+    def get_thread(self, thread_id: str) -> JSON:
+        return self.request("GET", f"/threads/{_segment(thread_id)}").data
+
+    def list_threads(self, participant: str) -> JSON:
+        return self.request("GET", "/threads", query={"participant": participant}).data
+
+    def send_message(self, thread_id: str, author: str, text: str) -> JSON:
+        body = {"author": author, "text": text}
+        return self.request("POST", f"/threads/{_segment(thread_id)}/messages", body=body).data
+
+    def timeline(
+        self,
+        thread_id: str,
+        *,
+        as_participant: str | None = None,
+        after: int | None = None,
+        before: int | None = None,
+        latest: bool = False,
+        limit: int | None = None,
+    ) -> JSON:
+        """Forward from `after` (default: the start), or backward: before `before`, or the newest
+        page with `latest`. With `as_participant`, only what that participant may see."""
+        query = {
+            "as": as_participant,
+            "after": after,
+            "before": before,
+            "latest": "true" if latest else None,
+            "limit": limit,
+        }
+        return self.request("GET", f"/threads/{_segment(thread_id)}/timeline", query=query).data
+
+    def set_participant_state(self, thread_id: str, address: str, state: str) -> JSON:
+        path = f"/threads/{_segment(thread_id)}/participants/{_segment(address)}"
+        return self.request("POST", path, body={"state": state}).data
+
+    def retract(
+        self, thread_id: str, message_id: str, author: str, reason: str | None = None
+    ) -> JSON:
+        path = f"/threads/{_segment(thread_id)}/messages/{_segment(message_id)}/retract"
+        body: JSON = {"author": author}
+        if reason is not None:
+            body["reason"] = reason
+        return self.request("POST", path, body=body).data
+
+    # -- transport -----------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: JSON | None = None,
+        query: Mapping[str, object] | None = None,
+    ) -> Response:
+        url = self.base_url + API_PREFIX + path
+        pairs = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        if pairs:
+            url += "?" + urllib.parse.urlencode(pairs)
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self._token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as answer:
+                return Response(answer.status, self._decode(answer.read(), answer.status))
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise self._api_error(exc.code, exc.read()) from None
+        except urllib.error.URLError as exc:
+            raise self._transport_error(exc.reason) from None
+        except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+            raise self._transport_error(exc) from None
+
+    def _decode(self, raw: bytes, status: int) -> JSON:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise ClientError(
+                "bad_response",
+                f"{self.base_url} answered HTTP {status} without a JSON object "
+                "— is it a Rolecall gateway?",
+                status,
+            )
+        return data
+
+    def _api_error(self, status: int, raw: bytes) -> ClientError:
+        try:
+            error = json.loads(raw).get("error")
+            code, message = str(error["code"]), str(error["message"])
+        except (ValueError, AttributeError, KeyError, TypeError):
+            return ClientError(
+                f"http_{status}",
+                f"{self.base_url} answered HTTP {status} without an error body "
+                "— is it a Rolecall gateway?",
+                status,
+            )
+        return ClientError(code, message, status)
+
+    def _transport_error(self, reason: object) -> ClientError:
+        if isinstance(reason, ConnectionRefusedError):
+            return ClientError(
+                "unreachable",
+                f"no gateway answers at {self.base_url} — start it with `rolecall serve`",
+            )
+        if isinstance(reason, TimeoutError):
+            return ClientError(
+                "timeout", f"the gateway at {self.base_url} did not answer in {self._timeout:g}s"
+            )
+        return ClientError("unreachable", f"cannot reach the gateway at {self.base_url}: {reason}")

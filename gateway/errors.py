@@ -1,0 +1,114 @@
+"""Every failure of an HTTP request becomes `{"error": {"code", "message"}}`, here and only here.
+
+Three families of failure reach this middleware, and each is translated by its class, never by
+its message:
+
+- core's domain errors (`RolecallError`): `InvalidInput` 422, `TooLarge` 413, `NotFound` 404,
+  `NotAllowed` 403, `Conflict` 409; the error's own `code` and `message` go to the client.
+- the gateway's `ApiError`: what only HTTP knows about — a body that is not JSON (400), a missing
+  or wrong token (401), a database that does not answer the health check (503).
+- aiohttp's HTTP exceptions: an unknown route (404), a method the route does not take (405, with
+  its `Allow` header), a body over `client_max_size` (413).
+
+Anything else is a bug: the client gets 500 `internal` with a generic message (the response's
+`X-Request-Id` header names the request), the traceback goes only to the server log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from core.errors import Conflict, InvalidInput, NotAllowed, NotFound, RolecallError, TooLarge
+
+log = logging.getLogger("rolecall.gateway")
+
+# Domain error class -> HTTP status. The first class the error is an instance of wins.
+DOMAIN_STATUS: tuple[tuple[type[RolecallError], int], ...] = (
+    (InvalidInput, 422),
+    (TooLarge, 413),
+    (NotFound, 404),
+    (NotAllowed, 403),
+    (Conflict, 409),
+    (RolecallError, 400),
+)
+
+# Codes for aiohttp's own HTTP exceptions, by status.
+HTTP_CODES: Mapping[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    413: "body_too_large",
+    414: "uri_too_long",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+}
+
+
+class ApiError(Exception):
+    """A failure only the HTTP layer knows about, with its status, code and message."""
+
+    def __init__(
+        self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def error_response(
+    status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.json_response(
+        {"error": {"code": code, "message": message}}, status=status, headers=headers
+    )
+
+
+def domain_status(error: RolecallError) -> int:
+    return next(status for cls, status in DOMAIN_STATUS if isinstance(error, cls))
+
+
+def _from_http_exception(request: web.Request, exc: web.HTTPException) -> web.Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        headers["Allow"] = exc.headers.get("Allow", allowed)
+        message = f"{request.method} is not allowed on {request.path}; allowed: {allowed}"
+    elif isinstance(exc, web.HTTPNotFound):
+        message = f"no such route: {request.method} {request.path}"
+    elif isinstance(exc, web.HTTPRequestEntityTooLarge):
+        message = f"the request body is larger than the limit of {request.client_max_size} bytes"
+    else:
+        message = exc.reason
+    code = HTTP_CODES.get(exc.status, "server_error" if exc.status >= 500 else "bad_request")
+    return error_response(exc.status, code, message, headers=headers)
+
+
+@web.middleware
+async def translate_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except RolecallError as error:
+        return error_response(domain_status(error), error.code, error.message)
+    except ApiError as error:
+        return error_response(error.status, error.code, error.message, headers=error.headers)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise  # redirects and the like are answers, not failures
+        return _from_http_exception(request, exc)
+    except Exception:
+        log.exception("unexpected error handling %s %s", request.method, request.path)
+        return error_response(
+            500,
+            "internal",
+            "an unexpected error occurred; the server log has the details "
+            "(look for this response's X-Request-Id)",
+        )

@@ -1,0 +1,95 @@
+"""Prometheus metrics: requests, latencies, events appended; served open at `GET /metrics`.
+
+Each application has its own `CollectorRegistry`, so a process (or a test session) can build many
+apps without their series colliding. Labels are kept to bounded sets: a request is labelled by the
+route template it matched (`/api/v1/threads/{id}`, never the raw path; `unmatched` when none did)
+and by its method (`OTHER` for anything outside the standard methods), so no client can mint series.
+
+`events appended` is counted from storage's after-commit callback, by event kind; every kind is
+exported from zero so a dashboard sees the series before the first event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from time import perf_counter
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from core.timeline import AnyEvent, EventKind
+
+UNMATCHED_ROUTE = "unmatched"
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The gateway's metrics on a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "rolecall_http_requests",
+            "HTTP requests answered, by method, route template and status.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "rolecall_http_request_duration_seconds",
+            "Time from the request reaching the application to its response, in seconds.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.events_appended = Counter(
+            "rolecall_events_appended",
+            "Timeline events committed, by kind.",
+            ["kind"],
+            registry=self.registry,
+        )
+        for kind in EventKind:
+            self.events_appended.labels(kind=kind.value)
+
+    def count_appended(self, events: Sequence[AnyEvent]) -> None:
+        """Storage's `on_appended` callback: called after each commit with what it appended."""
+        for event in events:
+            self.events_appended.labels(kind=event.kind.value).inc()
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        method = method if method in KNOWN_METHODS else "OTHER"
+        self.requests.labels(method=method, route=route, status=str(status)).inc()
+        self.latency.labels(method=method, route=route).observe(seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+METRICS_KEY = web.AppKey("metrics", Metrics)
+
+
+def route_template(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else UNMATCHED_ROUTE
+
+
+@web.middleware
+async def measure_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count and time every answered request. Sits outside the error translation, so it sees the
+    status the client gets."""
+    started = perf_counter()
+    response = await handler(request)
+    request.app[METRICS_KEY].observe(
+        request.method, route_template(request), response.status, perf_counter() - started
+    )
+    return response
+
+
+async def serve_metrics(request: web.Request) -> web.Response:
+    """`GET /metrics`: the Prometheus text format. Open, like `/healthz`."""
+    return web.Response(
+        body=request.app[METRICS_KEY].exposition(),
+        headers={"Content-Type": CONTENT_TYPE_LATEST},
+    )
