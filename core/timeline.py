@@ -202,4 +202,4 @@ def check_retraction(target: Event | None, author: Address, *, already_retracted
 
 def rfc3339(at: datetime) -> str:
     """`2026-11-30T05:23:46.123456Z`: UTC, always with microseconds."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return at.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

@@ -1,1 +1,1 @@
-"""The gateway: settings, the aiohttp application (HTTP API, metrics), the CLI, wiring, lifecycle."""
+"""The gateway: settings, the aiohttp app (HTTP API, metrics), the CLI, wiring and lifecycle."""

@@ -21,6 +21,7 @@ process to stderr as a JSON object (`log_format=json`) or as text, at `log_level
 from __future__ import annotations
 
 import hmac
+import itertools
 import json
 import logging
 import re
@@ -100,7 +101,7 @@ async def healthz(request: web.Request) -> web.Response:
 async def trace_request(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Give the request an id, and write its access log line once it is answered."""
     offered = request.headers.get(REQUEST_ID_HEADER, "")
-    request_id = offered if _WELL_FORMED_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+    request_id = offered if offered and _WELL_FORMED_REQUEST_ID.fullmatch(offered) else _new_id()
     token = current_request_id.set(request_id)
     started = perf_counter()
     try:
@@ -109,8 +110,18 @@ async def trace_request(request: web.Request, handler: Handler) -> web.StreamRes
         current_request_id.reset(token)
     if not response.prepared:  # a streamed response has sent its headers already
         response.headers[REQUEST_ID_HEADER] = request_id
-    _log_access(request, response, perf_counter() - started, request_id)
+    if access_log.isEnabledFor(logging.INFO):
+        _log_access(request, response, perf_counter() - started, request_id)
     return response
+
+
+_ids = itertools.count(1)
+_process_tag = uuid.uuid4().hex[:8]
+
+
+def _new_id() -> str:
+    """Unique across processes (a random per-process tag) and cheap (a counter)."""
+    return f"{_process_tag}-{next(_ids):x}"
 
 
 def _log_access(

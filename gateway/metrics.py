@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from time import perf_counter
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -50,18 +51,28 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
-        for kind in EventKind:
-            self.events_appended.labels(kind=kind.value)
+        self._appended = {kind: self.events_appended.labels(kind=kind.value) for kind in EventKind}
+        # Label lookups cost more than the increments; the series are few, so keep them.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def count_appended(self, events: Sequence[AnyEvent]) -> None:
         """Storage's `on_appended` callback: called after each commit with what it appended."""
         for event in events:
-            self.events_appended.labels(kind=event.kind.value).inc()
+            self._appended[event.kind].inc()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        method = method if method in KNOWN_METHODS else "OTHER"
-        self.requests.labels(method=method, route=route, status=str(status)).inc()
-        self.latency.labels(method=method, route=route).observe(seconds)
+        series = self._series.get((method, route, status))
+        if series is None:
+            label = method if method in KNOWN_METHODS else "OTHER"
+            series = (
+                self.requests.labels(method=label, route=route, status=str(status)),
+                self.latency.labels(method=label, route=route),
+            )
+            if label != "OTHER":  # never let arbitrary methods grow the cache
+                self._series[(method, route, status)] = series
+        count, latency = series
+        count.inc()
+        latency.observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

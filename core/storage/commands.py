@@ -6,7 +6,8 @@ and answers its caller only after the batch committed.
 
 from __future__ import annotations
 
-import uuid
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,7 +36,13 @@ from core.timeline import (
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A UUIDv7 in hex: time-ordered, so new rows land at the end of the id index."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10))
+    value = (millis & (2**48 - 1)) << 80 | rand
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return f"{value:032x}"
 
 
 def _committed(batch: Batch, index: int) -> Callable[[], AnyEvent]:
@@ -93,12 +100,12 @@ class PostMessage:
         index = batch.stage(thread, self._event)
         return _committed(batch, index)
 
-    def _event(self, seq: int, at: datetime) -> Message:
+    def _event(self, seq: int, at: datetime, position: int) -> Message:
         return Message(
             id=EventId(new_id()),
             thread_id=self.thread_id,
             seq=seq,
-            position=0,
+            position=position,
             at=at,
             author=self.author,
             text=self.text,
@@ -122,12 +129,12 @@ class ChangeParticipantState:
         thread.states[self.participant] = self.to_state
         thread.changed_states.add(self.participant)
 
-        def event(seq: int, at: datetime) -> StateChange:
+        def event(seq: int, at: datetime, position: int) -> StateChange:
             return StateChange(
                 id=EventId(new_id()),
                 thread_id=self.thread_id,
                 seq=seq,
-                position=0,
+                position=position,
                 at=at,
                 participant=self.participant,
                 from_state=from_state,
@@ -175,12 +182,12 @@ class Retract:
         check_can_act(thread.states, self.author)
         batch.retracted.add(self.message_id)
 
-        def event(seq: int, at: datetime) -> Retraction:
+        def event(seq: int, at: datetime, position: int) -> Retraction:
             return Retraction(
                 id=EventId(new_id()),
                 thread_id=self.thread_id,
                 seq=seq,
-                position=0,
+                position=position,
                 at=at,
                 author=self.author,
                 target=self.message_id,
@@ -202,5 +209,5 @@ class SetMemoryPolicy:
     def apply(self, batch: Batch) -> Callable[[], Thread]:
         thread: ThreadState = batch.thread(self.thread_id)
         thread.thread_only = self.policy.thread_only
-        thread.touched = True
+        thread.policy_changed = True
         return thread.snapshot

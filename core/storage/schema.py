@@ -78,8 +78,16 @@ events = Table(
     Column("target", String(32)),
     Column("reason", Text),
     UniqueConstraint("thread_id", "seq"),
-    # A participant's own state changes, read for every filtered timeline.
-    Index(None, "thread_id", "participant"),
+    # A participant's own state changes, read for every filtered timeline. Partial, so that
+    # appending a message does not touch it.
+    Index(
+        "ix_events_state_changes",
+        "thread_id",
+        "participant",
+        "seq",
+        sqlite_where=text("kind = 'participant_state_changed'"),
+        postgresql_where=text("kind = 'participant_state_changed'"),
+    ),
     # A message is retracted at most once; also answers "is this message retracted?".
     Index(
         "ux_events_retraction_target",

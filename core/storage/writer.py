@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ class ThreadState:
     states: dict[Address, ParticipantState]
     changed_states: set[Address] = field(default_factory=set)
     touched: bool = False
+    policy_changed: bool = False
 
     def snapshot(self) -> Thread:
         return Thread(
@@ -64,6 +64,10 @@ class ThreadState:
             memory_policy=MemoryPolicy(thread_only=self.thread_only),
             created_at=from_micros(self.created_at),
         )
+
+
+MakeEvent = Callable[[int, datetime, int], AnyEvent]
+"""Builds an event from its `seq`, `at` and `position`."""
 
 
 class Command(Protocol[T]):
@@ -82,7 +86,7 @@ class Batch:
         self.connection = connection
         self.now = now
         self.threads: dict[ThreadId, ThreadState] = {}
-        self.staged: list[AnyEvent] = []
+        self.staged: list[tuple[MakeEvent, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
 
@@ -90,29 +94,18 @@ class Batch:
         wanted = sorted(set(thread_ids) - set(self.threads))
         if not wanted:
             return
-        t = schema.threads
-        rows = self.connection.execute(
-            select(t.c.id, t.c.created_at, t.c.memory_thread_only, t.c.last_seq, t.c.last_at)
-            .where(t.c.id.in_(wanted))
-            .order_by(t.c.id)
-            .with_for_update()
-        )
-        for row in rows:
-            self.threads[row.id] = ThreadState(
-                id=row.id,
-                created_at=row.created_at,
-                thread_only=row.memory_thread_only,
-                last_seq=row.last_seq,
-                last_at=row.last_at,
-                states={},
-            )
-        p = schema.thread_participants
-        members = self.connection.execute(
-            select(p.c.thread_id, p.c.address, p.c.state).where(p.c.thread_id.in_(wanted))
-        )
-        for member in members:
-            state = self.threads[member.thread_id].states
-            state[Address(member.address)] = ParticipantState(member.state)
+        for row in self.connection.execute(_LOAD_THREADS, {"ids": wanted}):
+            thread = self.threads.get(row.id)
+            if thread is None:
+                thread = self.threads[row.id] = ThreadState(
+                    id=row.id,
+                    created_at=row.created_at,
+                    thread_only=row.memory_thread_only,
+                    last_seq=row.last_seq,
+                    last_at=row.last_at,
+                    states={},
+                )
+            thread.states[Address(row.address)] = ParticipantState(row.state)
 
     def thread(self, thread_id: ThreadId) -> ThreadState:
         state = self.threads.get(thread_id)
@@ -120,65 +113,82 @@ class Batch:
             raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
         return state
 
-    def stage(self, thread: ThreadState, make: Callable[[int, datetime], AnyEvent]) -> int:
-        """Stage the thread's next event; `make(seq, at)` builds it. Returns its index."""
+    def stage(self, thread: ThreadState, make: MakeEvent) -> int:
+        """Stage the thread's next event, built by `make(seq, at, position)` once the position
+        is known. Returns its index in `committed`."""
         thread.last_seq += 1
         # `at` never goes backwards within a thread, so (at, seq) order is seq order.
         thread.last_at = max(self.now, thread.last_at)
         thread.touched = True
-        self.staged.append(make(thread.last_seq, from_micros(thread.last_at)))
+        self.staged.append((make, thread.last_seq, thread.last_at))
         return len(self.staged) - 1
 
     def flush(self) -> None:
         """Write what was staged: positions from the counter, events, thread and member rows."""
         if self.staged:
-            counter = schema.stream_positions
-            end = (
-                self.connection.execute(
-                    update(counter)
-                    .where(counter.c.stream == schema.EVENTS_STREAM)
-                    .values(value=counter.c.value + len(self.staged))
-                    .returning(counter.c.value)
-                )
-            ).scalar_one()
+            end = self.connection.execute(_ADVANCE, {"n": len(self.staged)}).scalar_one()
             start = end - len(self.staged) + 1
             self.committed = [
-                dataclasses.replace(event, position=start + i)
-                for i, event in enumerate(self.staged)
+                make(seq, from_micros(at), start + i)
+                for i, (make, seq, at) in enumerate(self.staged)
             ]
+            self.connection.execute(_INSERT_EVENTS, [event_to_row(e) for e in self.committed])
+        threads = self.threads.values()
+        if touched := [t for t in threads if t.touched]:
             self.connection.execute(
-                schema.events.insert(), [event_to_row(e) for e in self.committed]
+                _ADVANCE_THREADS,
+                [{"b_id": t.id, "b_seq": t.last_seq, "b_at": t.last_at} for t in touched],
             )
-        touched = [t for t in self.threads.values() if t.touched]
-        if touched:
-            t = schema.threads
+        if policies := [t for t in threads if t.policy_changed]:
             self.connection.execute(
-                update(t)
-                .where(t.c.id == bindparam("b_id"))
-                .values(
-                    last_seq=bindparam("b_seq"),
-                    last_at=bindparam("b_at"),
-                    memory_thread_only=bindparam("b_thread_only"),
-                ),
-                [
-                    {
-                        "b_id": t.id,
-                        "b_seq": t.last_seq,
-                        "b_at": t.last_at,
-                        "b_thread_only": t.thread_only,
-                    }
-                    for t in touched
-                ],
+                _SET_POLICY, [{"b_id": t.id, "b_thread_only": t.thread_only} for t in policies]
             )
-        changed = [(t.id, a, t.states[a]) for t in self.threads.values() for a in t.changed_states]
-        if changed:
-            p = schema.thread_participants
+        if changed := [(t.id, a, t.states[a]) for t in threads for a in t.changed_states]:
             self.connection.execute(
-                update(p)
-                .where(p.c.thread_id == bindparam("b_id"), p.c.address == bindparam("b_address"))
-                .values(state=bindparam("b_state")),
+                _SET_STATES,
                 [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
             )
+
+
+# The statements of a batch, built once.
+_t, _p, _counter = schema.threads, schema.thread_participants, schema.stream_positions
+_LOAD_THREADS = (
+    select(
+        _t.c.id,
+        _t.c.created_at,
+        _t.c.memory_thread_only,
+        _t.c.last_seq,
+        _t.c.last_at,
+        _p.c.address,
+        _p.c.state,
+    )
+    .join(_p, _p.c.thread_id == _t.c.id)
+    .where(_t.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_t.c.id)
+    .with_for_update(of=_t)
+)
+_ADVANCE = (
+    update(_counter)
+    .where(_counter.c.stream == schema.EVENTS_STREAM)
+    .values(value=_counter.c.value + bindparam("n"))
+    .returning(_counter.c.value)
+)
+_INSERT_EVENTS = schema.events.insert()
+_ADVANCE_THREADS = (
+    update(_t)
+    .where(_t.c.id == bindparam("b_id"))
+    .values(last_seq=bindparam("b_seq"), last_at=bindparam("b_at"))
+)
+_SET_POLICY = (
+    update(_t)
+    .where(_t.c.id == bindparam("b_id"))
+    .values(memory_thread_only=bindparam("b_thread_only"))
+)
+_SET_STATES = (
+    update(_p)
+    .where(_p.c.thread_id == bindparam("b_id"), _p.c.address == bindparam("b_address"))
+    .values(state=bindparam("b_state"))
+)
 
 
 @dataclass(slots=True)

@@ -112,7 +112,7 @@ async def test_a_well_formed_request_id_is_kept_and_a_malformed_one_replaced(api
     made_up = await api.get("/healthz")
 
     assert kept.headers["X-Request-Id"] == "trace-42.a_b"
-    assert re.fullmatch(r"[0-9a-f]{32}", replaced.headers["X-Request-Id"])
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]+", replaced.headers["X-Request-Id"])
     assert made_up.headers["X-Request-Id"] != replaced.headers["X-Request-Id"]
 
 

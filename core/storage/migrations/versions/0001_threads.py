@@ -62,7 +62,13 @@ def upgrade() -> None:
         sa.UniqueConstraint("thread_id", "seq", name="uq_events_thread_id_seq"),
         sa.ForeignKeyConstraint(["thread_id"], ["threads.id"], name="fk_events_thread_id_threads"),
     )
-    op.create_index("ix_events_thread_id_participant", "events", ["thread_id", "participant"])
+    op.create_index(
+        "ix_events_state_changes",
+        "events",
+        ["thread_id", "participant", "seq"],
+        sqlite_where=sa.text("kind = 'participant_state_changed'"),
+        postgresql_where=sa.text("kind = 'participant_state_changed'"),
+    )
     op.create_index(
         "ux_events_retraction_target",
         "events",
@@ -83,7 +89,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("stream_positions")
     op.drop_index("ux_events_retraction_target", table_name="events")
-    op.drop_index("ix_events_thread_id_participant", table_name="events")
+    op.drop_index("ix_events_state_changes", table_name="events")
     op.drop_table("events")
     op.drop_index("ix_thread_participants_address_thread_id", table_name="thread_participants")
     op.drop_table("thread_participants")

@@ -1,0 +1,1 @@
+"""Benchmarks: load, latency and scale, measured against a ceiling taken in the same run."""

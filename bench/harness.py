@@ -1,0 +1,90 @@
+"""What the benchmarks share: free ports, servers in subprocesses, latency statistics, the report.
+
+Every server a benchmark starts listens on 127.0.0.1 and is stopped when the benchmark ends; every
+load loop is bounded by a request count and a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(args: Sequence[str], *, port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+    """Run a server process until the block ends; wait until its /healthz answers."""
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                err = process.stderr.read().decode() if process.stderr else ""
+                raise RuntimeError(f"server {args} exited: {err[-2000:]}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    count: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+
+    @classmethod
+    def of(cls, samples: Sequence[float], seconds: float) -> Latency:
+        ordered = sorted(samples)
+
+        def pick(q: float) -> float:
+            return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+        return cls(len(ordered), seconds, pick(0.50), pick(0.99))
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+
+def machine() -> str:
+    cores = os.cpu_count()
+    return f"{platform.machine()}, {cores} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
