@@ -158,15 +158,9 @@ class Retract:
     def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         e = schema.events
-        row = (
-            (
-                batch.connection.execute(
-                    select(e).where(e.c.id == self.message_id, e.c.thread_id == self.thread_id)
-                )
-            )
-            .mappings()
-            .first()
-        )
+        row = batch.connection.execute(
+            select(e).where(e.c.id == self.message_id, e.c.thread_id == self.thread_id)
+        ).first()
         already = (
             self.message_id in batch.retracted
             or (

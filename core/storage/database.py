@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from core.bus import CommittedEvents
-from core.storage.engine import create_engine, create_sqlite_writer_engine, is_sqlite
+from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.migrate import upgrade_schema
 from core.storage.sql_threads import SqlThreadRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
@@ -35,14 +33,15 @@ def utc_now() -> datetime:
 class Database:
     threads: SqlThreadRepository
     bus: CommittedEvents
-    reader: AsyncEngine
     _writer: Writer
-    _transactor: Transactor
+    _writes: Transactor
+    _reads: Transactor
 
     async def close(self) -> None:
+        """Commit what is queued, then let go of every connection."""
         await self._writer.stop()
-        await self._transactor.close()
-        await self.reader.dispose()
+        await self._writes.close()
+        await self._reads.close()
 
 
 async def open_database(
@@ -60,16 +59,29 @@ async def open_database(
             on_appended(events)
         bus.publish(events[-1].position)
 
-    transactor: Transactor = (
-        ThreadTransactor(create_sqlite_writer_engine(url))
-        if is_sqlite(url)
-        else AsyncTransactor(create_engine(url, pool_size=1, writer=True))
-    )
-    reader = create_engine(url, pool_size=8)
-    writer = Writer(transactor, clock=clock, on_commit=committed, max_batch=max_batch)
+    writes, reads = _transactors(url)
+    writer = Writer(writes, clock=clock, on_commit=committed, max_batch=max_batch)
     writer.start()
-    repository = SqlThreadRepository(reader, writer)
+    repository = SqlThreadRepository(reads, writer)
     bus.publish(await repository.head())
-    return Database(
-        threads=repository, bus=bus, reader=reader, _writer=writer, _transactor=transactor
+    return Database(threads=repository, bus=bus, _writer=writer, _writes=writes, _reads=reads)
+
+
+READ_CONNECTIONS = 4
+
+
+def _transactors(url: str) -> tuple[Transactor, Transactor]:
+    """How writes and reads reach the database: see `core.storage.transact`."""
+    if is_sqlite(url):
+        return (
+            ThreadTransactor(create_sqlite_sync_engine(url, writer=True), name="rolecall-writer"),
+            ThreadTransactor(
+                create_sqlite_sync_engine(url, pool_size=READ_CONNECTIONS),
+                threads=READ_CONNECTIONS,
+                name="rolecall-reader",
+            ),
+        )
+    return (
+        AsyncTransactor(create_engine(url, pool_size=1, writer=True)),
+        AsyncTransactor(create_engine(url, pool_size=READ_CONNECTIONS * 2)),
     )

@@ -58,12 +58,15 @@ def create_engine(url: str, *, pool_size: int = 5, writer: bool = False) -> Asyn
     return engine
 
 
-def create_sqlite_writer_engine(url: str) -> Engine:
-    """A synchronous engine (stdlib sqlite3) for the writer's own thread."""
+def create_sqlite_sync_engine(url: str, *, pool_size: int = 1, writer: bool = False) -> Engine:
+    """A synchronous engine (stdlib sqlite3) for threads of our own: the writer's, or readers'."""
     _sqlite_file(url)
     sync_url = make_url(url).set(drivername="sqlite+pysqlite")
     engine = create_sync_engine(
-        sync_url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False}
+        sync_url,
+        pool_size=pool_size,
+        max_overflow=0,
+        connect_args={"check_same_thread": False},
     )
-    _prepare_sqlite(engine, writer=True)
+    _prepare_sqlite(engine, writer=writer)
     return engine

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.membership import ParticipantState
-from core.participants import Address
 from core.timeline import (
     AnyEvent,
-    EventId,
-    EventKind,
     Message,
     MessageContext,
     Retraction,
     StateChange,
     SystemNote,
-    ThreadId,
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -32,39 +28,51 @@ def from_micros(micros: int) -> datetime:
     return EPOCH + timedelta(microseconds=micros)
 
 
-def event_from_row(row: Mapping[Any, Any], *, retracted: bool = False) -> AnyEvent:
-    common: dict[str, Any] = {
-        "id": EventId(row["id"]),
-        "thread_id": ThreadId(row["thread_id"]),
-        "seq": row["seq"],
-        "position": row["position"],
-        "at": from_micros(row["at"]),
-    }
-    kind = EventKind(row["kind"])
-    if kind is EventKind.MESSAGE:
-        context = row["context"]
+def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
+    """An event from a full row of `events`, its columns in table order (`select(events)`)."""
+    (position, id_, thread_id, seq, micros, kind, author, text, context, participant,
+     from_state, to_state, target, reason) = row  # fmt: skip
+    at = EPOCH + timedelta(microseconds=micros)
+    if kind == "message":
         return Message(
-            **common,
-            author=Address(row["author"]),
-            text=row["text"],
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            author=author,
+            text=text,
             context=MessageContext(**context) if context else None,
             retracted=retracted,
         )
-    if kind is EventKind.PARTICIPANT_STATE_CHANGED:
+    if kind == "participant_state_changed":
         return StateChange(
-            **common,
-            participant=Address(row["participant"]),
-            from_state=ParticipantState(row["from_state"]),
-            to_state=ParticipantState(row["to_state"]),
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            participant=participant,
+            from_state=_STATES[from_state],
+            to_state=_STATES[to_state],
         )
-    if kind is EventKind.RETRACTION:
+    if kind == "retraction":
         return Retraction(
-            **common,
-            author=Address(row["author"]),
-            target=EventId(row["target"]),
-            reason=row["reason"],
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            author=author,
+            target=target,
+            reason=reason,
         )
-    return SystemNote(**common, text=row["text"])
+    if kind == "system":
+        return SystemNote(id=id_, thread_id=thread_id, seq=seq, position=position, at=at, text=text)
+    raise ValueError(f"unknown event kind {kind!r} in the events table")
+
+
+_STATES = {state.value: state for state in ParticipantState}
 
 
 def event_to_row(event: AnyEvent) -> dict[str, Any]:

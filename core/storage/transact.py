@@ -3,8 +3,9 @@
 The writer's batch logic is plain synchronous SQLAlchemy over a `Connection`; how it reaches the
 database depends on the backend:
 
-- SQLite: in one dedicated thread, on the stdlib `sqlite3` driver. A whole batch is one hop to
-  that thread, instead of one hop per statement through aiosqlite.
+- SQLite: in dedicated threads (one for the writer, a few for reads), on the stdlib `sqlite3`
+  driver. A whole batch, or a whole read, is one hop to such a thread instead of one hop per
+  statement and per fetch.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
   the driver underneath; the loop stays free).
 """
@@ -31,11 +32,11 @@ class Transactor(Protocol):
 
 
 class ThreadTransactor:
-    """SQLite: a synchronous engine used only from its own single thread."""
+    """SQLite: a synchronous engine used only from its own threads (one, for the writer)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, threads: int = 1, name: str = "rolecall-db") -> None:
         self._engine = engine
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rolecall-writer")
+        self._thread = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
 
     def _run(self, work: Callable[[Connection], R]) -> R:
         with self._engine.begin() as connection:

@@ -1,0 +1,205 @@
+"""The repository's reads, as synchronous functions over one connection (one snapshot).
+
+Filtered timeline reads never replay the timeline. The viewer's own state changes give its
+blackout windows (`core.visibility.blackouts`); their complement is a handful of `seq` ranges,
+each read with the `(thread_id, seq)` index, newest or oldest first, until the page is full.
+Within a thread `at` never decreases along `seq`, so windows over `(at, seq)` are windows over
+`seq`. Each read runs in one transaction — a snapshot (SQLite's read transaction; REPEATABLE READ
+on PostgreSQL) — so a state change committed mid-read cannot make a page show what its windows
+should hide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Select, bindparam, select
+
+from core.errors import NotAllowed, NotFound
+from core.membership import ParticipantState
+from core.memory_policy import MemoryPolicy
+from core.participants import Address
+from core.storage import schema
+from core.storage.repository import EventPage, TimelinePage
+from core.storage.rows import event_from_row, from_micros
+from core.threads import Thread
+from core.timeline import AnyEvent, EventKind, StateChange, ThreadId
+from core.visibility import blackouts
+
+SeqRange = tuple[int, int | None]
+"""Inclusive `seq` bounds; None: no upper bound."""
+
+ALL: list[SeqRange] = [(1, None)]
+
+_t, _p, _e = schema.threads, schema.thread_participants, schema.events
+_THREAD = select(_t.c.id, _t.c.created_at, _t.c.memory_thread_only, _p.c.address, _p.c.state).join(
+    _p, _p.c.thread_id == _t.c.id
+)
+_OWN_CHANGES = (
+    select(_e)
+    .where(
+        _e.c.thread_id == bindparam("thread_id"),
+        _e.c.participant == bindparam("viewer"),
+        _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+    )
+    .order_by(_e.c.seq)
+)
+_RETRACTED = select(_e.c.target).where(
+    _e.c.kind == EventKind.RETRACTION.value, _e.c.target.in_(bindparam("ids", expanding=True))
+)
+_RANGE = select(_e).where(
+    _e.c.thread_id == bindparam("thread_id"),
+    _e.c.seq >= bindparam("low"),
+    _e.c.seq <= bindparam("high"),
+)
+_OLDEST_FIRST = _RANGE.order_by(_e.c.seq).limit(bindparam("limit"))
+_NEWEST_FIRST = _RANGE.order_by(_e.c.seq.desc()).limit(bindparam("limit"))
+NO_END = 2**62
+_SINCE = (
+    select(_e)
+    .where(_e.c.position > bindparam("position"))
+    .order_by(_e.c.position)
+    .limit(bindparam("limit"))
+)
+_HEAD = select(schema.stream_positions.c.value).where(
+    schema.stream_positions.c.stream == schema.EVENTS_STREAM
+)
+
+
+def threads_by_id(conn: Connection, ids: Sequence[ThreadId]) -> list[Thread]:
+    """The threads with these ids, in the order given (unknown ids are left out)."""
+    found: dict[str, Thread] = {}
+    rows = conn.execute(
+        _THREAD.where(_t.c.id.in_(bindparam("ids", expanding=True))).order_by(
+            _t.c.id, _p.c.address
+        ),
+        {"ids": list(ids)},
+    ).all()
+    members: dict[str, list[tuple[Address, ParticipantState]]] = {}
+    for row in rows:
+        members.setdefault(row.id, []).append((Address(row.address), ParticipantState(row.state)))
+        if row.id not in found:
+            found[row.id] = Thread(
+                id=ThreadId(row.id),
+                participants=(),
+                memory_policy=MemoryPolicy(thread_only=row.memory_thread_only),
+                created_at=from_micros(row.created_at),
+            )
+    return [
+        Thread(
+            id=found[i].id,
+            participants=tuple(members[i]),
+            memory_policy=found[i].memory_policy,
+            created_at=found[i].created_at,
+        )
+        for i in ids
+        if i in found
+    ]
+
+
+def thread(conn: Connection, thread_id: ThreadId) -> Thread:
+    found = threads_by_id(conn, [thread_id])
+    if not found:
+        raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
+    return found[0]
+
+
+def threads_of(conn: Connection, participant: Address, limit: int) -> list[Thread]:
+    ids = conn.execute(
+        select(_t.c.id)
+        .join(_p, _p.c.thread_id == _t.c.id)
+        .where(_p.c.address == participant)
+        .order_by(_t.c.created_at, _t.c.id)
+        .limit(limit)
+    ).scalars()
+    return threads_by_id(conn, [ThreadId(i) for i in ids])
+
+
+def visible_ranges(conn: Connection, thread_id: ThreadId, viewer: Address | None) -> list[SeqRange]:
+    """The `seq` ranges `viewer` may see (all of them for the operator's view)."""
+    members = thread(conn, thread_id).states
+    if viewer is None:
+        return ALL
+    if viewer not in members:
+        raise NotAllowed(f"{viewer} is not a member of this thread", code="not_a_member")
+    rows = conn.execute(_OWN_CHANGES, {"thread_id": thread_id, "viewer": viewer})
+    changes = [c for c in (event_from_row(r) for r in rows) if isinstance(c, StateChange)]
+    ranges: list[SeqRange] = []
+    low = 1
+    for window in blackouts(changes):
+        ranges.append((low, window.start[1]))
+        if window.end is None:
+            return ranges
+        low = window.end[1]
+    ranges.append((low, None))
+    return ranges
+
+
+def forward(
+    conn: Connection, thread_id: ThreadId, viewer: Address | None, after: int, limit: int
+) -> TimelinePage:
+    rows: list[Any] = []
+    for low, high in visible_ranges(conn, thread_id, viewer):
+        if high is not None and high <= after:
+            continue
+        rows += _range(conn, _OLDEST_FIRST, thread_id, max(low, after + 1), high, limit - len(rows))
+        if len(rows) > limit:
+            break
+    page = rows[:limit]
+    return TimelinePage(
+        events=with_retractions(conn, page),
+        next=page[-1].seq if page else after,
+        more=len(rows) > limit,
+    )
+
+
+def backward(
+    conn: Connection, thread_id: ThreadId, viewer: Address | None, before: int | None, limit: int
+) -> TimelinePage:
+    rows: list[Any] = []
+    for low, high in reversed(visible_ranges(conn, thread_id, viewer)):
+        if before is not None:
+            if low >= before:
+                continue
+            high = before - 1 if high is None else min(high, before - 1)
+        rows += _range(conn, _NEWEST_FIRST, thread_id, low, high, limit - len(rows))
+        if len(rows) > limit:
+            break
+    page = rows[:limit][::-1]
+    more = len(rows) > limit
+    return TimelinePage(
+        events=with_retractions(conn, page), next=page[0].seq if more else None, more=more
+    )
+
+
+def since(conn: Connection, position: int, limit: int) -> EventPage:
+    rows = conn.execute(_SINCE, {"position": position, "limit": limit}).all()
+    return EventPage(
+        events=with_retractions(conn, rows), next=rows[-1].position if rows else position
+    )
+
+
+def head(conn: Connection) -> int:
+    return int(conn.execute(_HEAD).scalar() or 0)
+
+
+def _range(
+    conn: Connection,
+    query: Select[Any],
+    thread_id: ThreadId,
+    low: int,
+    high: int | None,
+    wanted: int,
+) -> Sequence[Any]:
+    """Up to `wanted + 1` rows with `low <= seq <= high` (one more, to tell whether any remain)."""
+    params = {"thread_id": thread_id, "low": low, "high": NO_END if high is None else high}
+    return conn.execute(query, {**params, "limit": wanted + 1}).all()
+
+
+def with_retractions(conn: Connection, rows: Iterable[Any]) -> list[AnyEvent]:
+    """Events from rows, each message marked `retracted` when a retraction targets it."""
+    rows = list(rows)
+    messages = [r.id for r in rows if r.kind == EventKind.MESSAGE.value]
+    retracted = set(conn.execute(_RETRACTED, {"ids": messages}).scalars()) if messages else set()
+    return [event_from_row(r, retracted=r.id in retracted) for r in rows]
