@@ -21,7 +21,9 @@ def main() -> None:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
-    db.execute("CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, thread TEXT, body TEXT)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, thread TEXT, body TEXT)"
+    )
 
     async def post(request: web.Request) -> web.Response:
         body = await request.read()

@@ -82,8 +82,17 @@ class Latency:
 
 
 def machine() -> str:
-    cores = os.cpu_count()
-    return f"{platform.machine()}, {cores} cores, Python {platform.python_version()}, {platform.system()}"
+    """The machine in one line: architecture, cores, CPU model, Python."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip() + ", "
+                break
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, {model}"
+        f"Python {platform.python_version()}"
+    )
 
 
 def today() -> str:

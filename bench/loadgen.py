@@ -40,8 +40,7 @@ class Connection:
         method = b"POST" if body else b"GET"
         self._writer.write(
             b"%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n%s"
-            % (method, path.encode(), self._auth, len(body), body)
+            b"Content-Length: %d\r\n\r\n%s" % (method, path.encode(), self._auth, len(body), body)
         )
         head = await self._reader.readuntil(b"\r\n\r\n")
         status = int(head[9:12])
