@@ -20,7 +20,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-## Start the gateway on SQLite (./var/) with the demo role, on http://127.0.0.1:8080.
+## Start the gateway on SQLite (./var/), on http://127.0.0.1:8080.
 run: install
 	$(BIN)/rolecall serve
 
@@ -33,7 +33,7 @@ lint: install-dev
 	$(BIN)/ruff format --check .
 
 typecheck: install-dev
-	$(BIN)/mypy core gateway channels
+	$(BIN)/mypy core gateway channels bench
 
 bench: install-dev
 	$(BIN)/python -m bench.run_all

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -262,7 +263,11 @@ def serve_command(args: argparse.Namespace) -> int:
         except OSError as exc:
             if not started:
                 raise
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            # A name that does not resolve (socket.gaierror) carries a resolver code, not an errno.
+            if exc.errno is not None and not isinstance(exc, socket.gaierror):
+                reason = os.strerror(exc.errno)
+            else:
+                reason = exc.strerror or str(exc)
             raise Failure(f"cannot listen on {settings.host}:{settings.port}: {reason}") from None
 
     _with_database(settings.database, run)

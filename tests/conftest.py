@@ -24,8 +24,13 @@ ADMIN_URL = os.environ.get(
 )
 
 
+def in_ci() -> bool:
+    """CI is set (to anything but an explicit no)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
+    if in_ci():
         pytest.fail(f"PostgreSQL is required in CI: {reason}", pytrace=False)
     pytest.skip(f"PostgreSQL not available: {reason}")
 
