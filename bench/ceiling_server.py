@@ -4,7 +4,8 @@ No validation, no auth, no membership check, no timeline rules — one INSERT an
 request, on the same durability as the gateway (WAL, synchronous=FULL). Whatever the gateway
 does on top of this costs throughput; the ratio says how much.
 
-    python -m bench.ceiling_server PORT DB_PATH
+    python -m bench.ceiling_server PORT DB_PATH     one INSERT and COMMIT per request
+    python -m bench.ceiling_server PORT -            no database at all: aiohttp alone
 """
 
 from __future__ import annotations
@@ -14,10 +15,27 @@ import sqlite3
 import sys
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 
 def main() -> None:
     port, path = int(sys.argv[1]), sys.argv[2]
+    app = web.Application()
+    app.router.add_post("/api/v1/threads/{id}/messages", _store(path) if path != "-" else _bare)
+    app.router.add_get("/healthz", _healthz)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+async def _healthz(_request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def _bare(request: web.Request) -> web.Response:
+    await request.read()
+    return web.json_response({"id": 0}, status=201)
+
+
+def _store(path: str) -> Handler:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
@@ -35,13 +53,7 @@ def main() -> None:
         db.execute("COMMIT")
         return web.json_response({"id": cursor.lastrowid}, status=201, dumps=json.dumps)
 
-    async def healthz(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
-
-    app = web.Application()
-    app.router.add_post("/api/v1/threads/{id}/messages", post)
-    app.router.add_get("/healthz", healthz)
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+    return post
 
 
 if __name__ == "__main__":

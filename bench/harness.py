@@ -29,7 +29,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(args: Sequence[str], *, port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+def server(
+    args: Sequence[str], *, port: int, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run a server process until the block ends; wait until its /healthz answers."""
     process = subprocess.Popen(
         [sys.executable, *args],
@@ -51,13 +53,19 @@ def server(args: Sequence[str], *, port: int, env: dict[str, str] | None = None)
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
-        yield
+        yield process
     finally:
         process.terminate()
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,6 +236,7 @@ class Writer:
     async def _run(self) -> None:
         while True:
             batch = [await self._queue.get()]
+            await asyncio.sleep(0)  # let requests that are ready join this batch
             while len(batch) < self._max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             try:
