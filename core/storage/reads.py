@@ -11,10 +11,10 @@ should hide.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, select
+from sqlalchemy import Connection, Select, and_, bindparam, exists, select
 
 from core.errors import NotAllowed, NotFound
 from core.membership import ParticipantState
@@ -36,19 +36,32 @@ _t, _p, _e = schema.threads, schema.thread_participants, schema.events
 _THREAD = select(_t.c.id, _t.c.created_at, _t.c.memory_thread_only, _p.c.address, _p.c.state).join(
     _p, _p.c.thread_id == _t.c.id
 )
-_OWN_CHANGES = (
-    select(_e)
-    .where(
-        _e.c.thread_id == bindparam("thread_id"),
-        _e.c.participant == bindparam("viewer"),
-        _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+_THREAD_EXISTS = select(_t.c.id).where(_t.c.id == bindparam("thread_id"))
+# The viewer's membership and its own state changes, in one read: one row per change, or a
+# single row with no event when it has none; no row at all when it is not a member.
+_MEMBER_AND_OWN_CHANGES = (
+    select(_p.c.state, _e)
+    .select_from(
+        _p.outerjoin(
+            _e,
+            and_(
+                _e.c.thread_id == _p.c.thread_id,
+                _e.c.participant == _p.c.address,
+                _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+            ),
+        )
     )
+    .where(_p.c.thread_id == bindparam("thread_id"), _p.c.address == bindparam("viewer"))
     .order_by(_e.c.seq)
 )
-_RETRACTED = select(_e.c.target).where(
-    _e.c.kind == EventKind.RETRACTION.value, _e.c.target.in_(bindparam("ids", expanding=True))
+# Every event read carries whether a retraction targets it (the partial unique index answers).
+_retractions = _e.alias("retractions")
+_RETRACTED = (
+    exists()
+    .where(_retractions.c.kind == EventKind.RETRACTION.value, _retractions.c.target == _e.c.id)
+    .label("retracted")
 )
-_RANGE = select(_e).where(
+_RANGE = select(_e, _RETRACTED).where(
     _e.c.thread_id == bindparam("thread_id"),
     _e.c.seq >= bindparam("low"),
     _e.c.seq <= bindparam("high"),
@@ -57,7 +70,7 @@ _OLDEST_FIRST = _RANGE.order_by(_e.c.seq).limit(bindparam("limit"))
 _NEWEST_FIRST = _RANGE.order_by(_e.c.seq.desc()).limit(bindparam("limit"))
 NO_END = 2**62
 _SINCE = (
-    select(_e)
+    select(_e, _RETRACTED)
     .where(_e.c.position > bindparam("position"))
     .order_by(_e.c.position)
     .limit(bindparam("limit"))
@@ -118,13 +131,17 @@ def threads_of(conn: Connection, participant: Address, limit: int) -> list[Threa
 
 def visible_ranges(conn: Connection, thread_id: ThreadId, viewer: Address | None) -> list[SeqRange]:
     """The `seq` ranges `viewer` may see (all of them for the operator's view)."""
-    members = thread(conn, thread_id).states
     if viewer is None:
+        if conn.execute(_THREAD_EXISTS, {"thread_id": thread_id}).first() is None:
+            raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
         return ALL
-    if viewer not in members:
+    rows = conn.execute(_MEMBER_AND_OWN_CHANGES, {"thread_id": thread_id, "viewer": viewer}).all()
+    if not rows:
+        if conn.execute(_THREAD_EXISTS, {"thread_id": thread_id}).first() is None:
+            raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
         raise NotAllowed(f"{viewer} is not a member of this thread", code="not_a_member")
-    rows = conn.execute(_OWN_CHANGES, {"thread_id": thread_id, "viewer": viewer})
-    changes = [c for c in (event_from_row(r) for r in rows) if isinstance(c, StateChange)]
+    events = (event_from_row(row[1:]) for row in rows if row.id is not None)
+    changes = [c for c in events if isinstance(c, StateChange)]
     ranges: list[SeqRange] = []
     low = 1
     for window in blackouts(changes):
@@ -148,7 +165,7 @@ def forward(
             break
     page = rows[:limit]
     return TimelinePage(
-        events=with_retractions(conn, page),
+        events=[_event(row) for row in page],
         next=page[-1].seq if page else after,
         more=len(rows) > limit,
     )
@@ -169,14 +186,14 @@ def backward(
     page = rows[:limit][::-1]
     more = len(rows) > limit
     return TimelinePage(
-        events=with_retractions(conn, page), next=page[0].seq if more else None, more=more
+        events=[_event(row) for row in page], next=page[0].seq if more else None, more=more
     )
 
 
 def since(conn: Connection, position: int, limit: int) -> EventPage:
     rows = conn.execute(_SINCE, {"position": position, "limit": limit}).all()
     return EventPage(
-        events=with_retractions(conn, rows), next=rows[-1].position if rows else position
+        events=[_event(row) for row in rows], next=rows[-1].position if rows else position
     )
 
 
@@ -197,9 +214,6 @@ def _range(
     return conn.execute(query, {**params, "limit": wanted + 1}).all()
 
 
-def with_retractions(conn: Connection, rows: Iterable[Any]) -> list[AnyEvent]:
-    """Events from rows, each message marked `retracted` when a retraction targets it."""
-    rows = list(rows)
-    messages = [r.id for r in rows if r.kind == EventKind.MESSAGE.value]
-    retracted = set(conn.execute(_RETRACTED, {"ids": messages}).scalars()) if messages else set()
-    return [event_from_row(r, retracted=r.id in retracted) for r in rows]
+def _event(row: Any) -> AnyEvent:
+    """An event from a row of `select(events, retracted)`."""
+    return event_from_row(row[:-1], retracted=row.retracted)
