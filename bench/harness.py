@@ -12,12 +12,14 @@ import platform
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,33 +35,40 @@ def server(
     args: Sequence[str], *, port: int, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run a server process until the block ends; wait until its /healthz answers."""
-    process = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                err = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"server {args} exited: {err[-2000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield process
-    finally:
-        process.terminate()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
         try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            _wait_until_healthy(process, port, errors)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_healthy(process: subprocess.Popen[bytes], port: int, errors: IO[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            errors.seek(0)
+            raise RuntimeError(f"server exited: {errors.read().decode()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
+                reply.read()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def cpu_seconds(pid: int) -> float:

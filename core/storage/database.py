@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from core.bus import CommittedEvents
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.migrate import upgrade_schema
+from core.storage.repository import ThreadRepository
 from core.storage.sql_threads import SqlThreadRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
 from core.storage.writer import Writer
@@ -31,7 +32,7 @@ def utc_now() -> datetime:
 
 @dataclass(slots=True)
 class Database:
-    threads: SqlThreadRepository
+    threads: ThreadRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor

@@ -34,8 +34,9 @@ MAX_PAGE = 500
 class TimelinePage:
     """Events of one thread in `seq` order.
 
-    Reading forward (`after`), `next` is the `after` for the following page — the last `seq`
-    examined — and `more` says whether anything lies beyond it. Reading backward (`before`), `next`
+    Reading forward (`after`), `next` is the `after` for the following page — the `seq` of the
+    last event returned, or `after` itself when none was — and `more` says whether any visible
+    event lies beyond it. Reading backward (`before`), `next`
     is the `before` for the earlier page (the smallest `seq` returned), or None at the beginning.
     """
 

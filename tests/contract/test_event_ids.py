@@ -1,0 +1,22 @@
+"""Event and thread ids are UUIDv7: unique, and ordered by creation time across milliseconds."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from core.storage.commands import new_id
+
+
+def test_ids_are_uuid_version_7() -> None:
+    value = uuid.UUID(new_id())
+    assert value.version == 7
+    assert value.variant == uuid.RFC_4122
+
+
+def test_ids_are_unique_and_ordered_across_milliseconds() -> None:
+    earlier = [new_id() for _ in range(1_000)]
+    time.sleep(0.002)
+    later = new_id()
+    assert len(set(earlier)) == len(earlier)
+    assert all(later > e for e in earlier)
