@@ -6,11 +6,8 @@ and answers its caller only after the batch committed.
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,6 +16,7 @@ from core.membership import INITIAL_STATE, ParticipantState, change_state
 from core.memory_policy import MemoryPolicy
 from core.participants import Address, ParticipantSet
 from core.storage import schema
+from core.storage.ids import new_id
 from core.storage.rows import event_from_row
 from core.storage.writer import Batch, ThreadState
 from core.threads import Thread
@@ -35,18 +33,19 @@ from core.timeline import (
 )
 
 
-def new_id() -> str:
-    """A UUIDv7 in hex: time-ordered, so new rows land at the end of the id index."""
-    millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10))
-    value = (millis & (2**48 - 1)) << 80 | rand
-    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
-    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
-    return f"{value:032x}"
-
-
 def _committed(batch: Batch, index: int) -> Callable[[], AnyEvent]:
     return lambda: batch.committed[index]
+
+
+@dataclass(frozen=True, slots=True)
+class _InThread:
+    """A command about one existing thread."""
+
+    thread_id: ThreadId
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]:
+        return (self.thread_id,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,76 +83,45 @@ class ResolveThread:
 
 
 @dataclass(frozen=True, slots=True)
-class PostMessage:
-    thread_id: ThreadId
+class PostMessage(_InThread):
     author: Address
     text: str
     context: MessageContext | None
 
-    @property
-    def thread_ids(self) -> Sequence[ThreadId]:
-        return (self.thread_id,)
-
     def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         check_can_act(thread.states, self.author)
-        index = batch.stage(thread, self._event)
-        return _committed(batch, index)
-
-    def _event(self, seq: int, at: datetime, position: int) -> Message:
-        return Message(
-            id=EventId(new_id()),
-            thread_id=self.thread_id,
-            seq=seq,
-            position=position,
-            at=at,
-            author=self.author,
-            text=self.text,
-            context=self.context,
+        index = batch.stage(
+            thread, Message, author=self.author, text=self.text, context=self.context
         )
+        return _committed(batch, index)
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeParticipantState:
-    thread_id: ThreadId
+class ChangeParticipantState(_InThread):
     participant: Address
     to_state: ParticipantState
-
-    @property
-    def thread_ids(self) -> Sequence[ThreadId]:
-        return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         from_state = change_state(thread.states, self.participant, self.to_state)
         thread.states[self.participant] = self.to_state
         thread.changed_states.add(self.participant)
-
-        def event(seq: int, at: datetime, position: int) -> StateChange:
-            return StateChange(
-                id=EventId(new_id()),
-                thread_id=self.thread_id,
-                seq=seq,
-                position=position,
-                at=at,
-                participant=self.participant,
-                from_state=from_state,
-                to_state=self.to_state,
-            )
-
-        return _committed(batch, batch.stage(thread, event))
+        index = batch.stage(
+            thread,
+            StateChange,
+            participant=self.participant,
+            from_state=from_state,
+            to_state=self.to_state,
+        )
+        return _committed(batch, index)
 
 
 @dataclass(frozen=True, slots=True)
-class Retract:
-    thread_id: ThreadId
+class Retract(_InThread):
     message_id: EventId
     author: Address
     reason: str | None
-
-    @property
-    def thread_ids(self) -> Sequence[ThreadId]:
-        return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
@@ -175,30 +143,15 @@ class Retract:
         )
         check_can_act(thread.states, self.author)
         batch.retracted.add(self.message_id)
-
-        def event(seq: int, at: datetime, position: int) -> Retraction:
-            return Retraction(
-                id=EventId(new_id()),
-                thread_id=self.thread_id,
-                seq=seq,
-                position=position,
-                at=at,
-                author=self.author,
-                target=self.message_id,
-                reason=self.reason,
-            )
-
-        return _committed(batch, batch.stage(thread, event))
+        index = batch.stage(
+            thread, Retraction, author=self.author, target=self.message_id, reason=self.reason
+        )
+        return _committed(batch, index)
 
 
 @dataclass(frozen=True, slots=True)
-class SetMemoryPolicy:
-    thread_id: ThreadId
+class SetMemoryPolicy(_InThread):
     policy: MemoryPolicy
-
-    @property
-    def thread_ids(self) -> Sequence[ThreadId]:
-        return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], Thread]:
         thread: ThreadState = batch.thread(self.thread_id)

@@ -33,10 +33,19 @@ from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address
 from core.storage import schema
+from core.storage.ids import new_id
 from core.storage.rows import event_to_row, from_micros, to_micros
 from core.storage.transact import Transactor
 from core.threads import Thread
-from core.timeline import AnyEvent, ThreadId
+from core.timeline import (
+    AnyEvent,
+    EventId,
+    Message,
+    Retraction,
+    StateChange,
+    SystemNote,
+    ThreadId,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +75,7 @@ class ThreadState:
         )
 
 
-MakeEvent = Callable[[int, datetime, int], AnyEvent]
-"""Builds an event from its `seq`, `at` and `position`."""
+EventType = type[Message] | type[StateChange] | type[Retraction] | type[SystemNote]
 
 
 class Command(Protocol[T]):
@@ -86,7 +94,7 @@ class Batch:
         self.connection = connection
         self.now = now
         self.threads: dict[ThreadId, ThreadState] = {}
-        self.staged: list[tuple[MakeEvent, int, int]] = []
+        self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
 
@@ -113,14 +121,14 @@ class Batch:
             raise NotFound(f"no thread with id {thread_id!r}", code="thread_not_found")
         return state
 
-    def stage(self, thread: ThreadState, make: MakeEvent) -> int:
-        """Stage the thread's next event, built by `make(seq, at, position)` once the position
-        is known. Returns its index in `committed`."""
+    def stage(self, thread: ThreadState, kind: EventType, **fields: Any) -> int:
+        """Stage the thread's next event of this kind; it is built with its id, `seq`, `at` and
+        `position` once the batch knows its positions. Returns its index in `committed`."""
         thread.last_seq += 1
         # `at` never goes backwards within a thread, so (at, seq) order is seq order.
         thread.last_at = max(self.now, thread.last_at)
         thread.touched = True
-        self.staged.append((make, thread.last_seq, thread.last_at))
+        self.staged.append((kind, fields, thread.id, thread.last_seq, thread.last_at))
         return len(self.staged) - 1
 
     def flush(self) -> None:
@@ -129,8 +137,15 @@ class Batch:
             end = self.connection.execute(_ADVANCE, {"n": len(self.staged)}).scalar_one()
             start = end - len(self.staged) + 1
             self.committed = [
-                make(seq, from_micros(at), start + i)
-                for i, (make, seq, at) in enumerate(self.staged)
+                kind(
+                    id=EventId(new_id()),
+                    thread_id=thread_id,
+                    seq=seq,
+                    position=start + i,
+                    at=from_micros(at),
+                    **fields,
+                )
+                for i, (kind, fields, thread_id, seq, at) in enumerate(self.staged)
             ]
             self.connection.execute(_INSERT_EVENTS, [event_to_row(e) for e in self.committed])
         threads = self.threads.values()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from core.storage.commands import new_id
+from core.storage.ids import new_id
 
 
 def test_ids_are_uuid_version_7() -> None:
