@@ -162,8 +162,10 @@ def _add_thread_commands(commands: Any) -> None:
     sub = add("show", show_command, "a thread: its participants, their states, its memory policy")
     sub.add_argument("thread_id", metavar="ID")
 
-    sub = add("list", list_command, "the threads a participant is a member of")
+    sub = add("list", list_command, "the threads a participant is a member of, oldest first")
     sub.add_argument("--participant", required=True, metavar="ADDR")
+    sub.add_argument("--after", metavar="ID", help="start after this thread (from a previous page)")
+    sub.add_argument("--limit", type=int, metavar="N", help="at most N threads (1-500; 50)")
 
     sub = add("send", send_command, "post a message to a thread")
     sub.add_argument("thread_id", metavar="ID")
@@ -349,7 +351,7 @@ def show_command(args: argparse.Namespace) -> int:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    answer = _client(args).list_threads(args.participant)
+    answer = _client(args).list_threads(args.participant, after=args.after, limit=args.limit)
     if args.json:
         _print_json(answer)
         return 0
@@ -359,6 +361,8 @@ def list_command(args: argparse.Namespace) -> int:
         return 0
     rows = [[t["id"], str(t.get("created_at", "")), _participants_cell(t)] for t in threads]
     print(_table([["THREAD", "CREATED_AT", "PARTICIPANTS"], *rows]))
+    if answer.get("next"):
+        print(f"(more: --after {answer['next']})")
     return 0
 
 

@@ -72,8 +72,15 @@ class GatewayClient:
     def get_thread(self, thread_id: str) -> JSON:
         return self.request("GET", f"/threads/{_segment(thread_id)}").data
 
-    def list_threads(self, participant: str) -> JSON:
-        return self.request("GET", "/threads", query={"participant": participant}).data
+    def list_threads(
+        self, participant: str, *, after: str | None = None, limit: int | None = None
+    ) -> JSON:
+        query = {"participant": participant}
+        if after is not None:
+            query["after"] = after
+        if limit is not None:
+            query["limit"] = str(limit)
+        return self.request("GET", "/threads", query=query).data
 
     def send_message(self, thread_id: str, author: str, text: str) -> JSON:
         body = {"author": author, "text": text}

@@ -21,7 +21,7 @@ from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address
 from core.storage import schema
-from core.storage.repository import EventPage, TimelinePage
+from core.storage.repository import EventPage, ThreadPage, TimelinePage
 from core.storage.rows import event_from_row, from_micros
 from core.threads import Thread
 from core.timeline import AnyEvent, EventKind, StateChange, ThreadId
@@ -118,15 +118,19 @@ def thread(conn: Connection, thread_id: ThreadId) -> Thread:
     return found[0]
 
 
-def threads_of(conn: Connection, participant: Address, limit: int) -> list[Thread]:
-    ids = conn.execute(
-        select(_t.c.id)
-        .join(_p, _p.c.thread_id == _t.c.id)
-        .where(_p.c.address == participant)
-        .order_by(_t.c.created_at, _t.c.id)
-        .limit(limit)
-    ).scalars()
-    return threads_by_id(conn, [ThreadId(i) for i in ids])
+def threads_of(
+    conn: Connection, participant: Address, after: ThreadId | None, limit: int
+) -> ThreadPage:
+    """Thread ids are UUIDv7, so id order is creation order: page by id."""
+    query = select(_p.c.thread_id).where(_p.c.address == participant)
+    if after is not None:
+        query = query.where(_p.c.thread_id > after)
+    rows = conn.execute(query.order_by(_p.c.thread_id).limit(limit + 1)).scalars()
+    ids = [ThreadId(i) for i in rows]
+    page = ids[:limit]
+    return ThreadPage(
+        threads=threads_by_id(conn, page), next=page[-1] if len(ids) > limit else None
+    )
 
 
 def visible_ranges(conn: Connection, thread_id: ThreadId, viewer: Address | None) -> list[SeqRange]:

@@ -46,6 +46,14 @@ class TimelinePage:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadPage:
+    """Threads in creation order; `next` is the `after` for the following page (None: no more)."""
+
+    threads: Sequence[Thread]
+    next: ThreadId | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EventPage:
     """Events of all threads in `position` order; `next` is the position to resume after."""
 
@@ -60,8 +68,10 @@ class ThreadRepository(Protocol):
     async def get(self, thread_id: ThreadId) -> Thread:
         """The thread, or `NotFound` (code `thread_not_found`)."""
 
-    async def list_for(self, participant: Address, *, limit: int = MAX_PAGE) -> Sequence[Thread]:
-        """The threads `participant` is a member of, oldest first."""
+    async def list_for(
+        self, participant: Address, *, after: ThreadId | None = None, limit: int = DEFAULT_PAGE
+    ) -> ThreadPage:
+        """The threads `participant` is a member of, oldest first, after the thread `after`."""
 
     async def post_message(
         self,

@@ -7,8 +7,6 @@ pool of threads on stdlib sqlite3 (one hop per read), on PostgreSQL through asyn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address, ParticipantSet
@@ -20,7 +18,13 @@ from core.storage.commands import (
     Retract,
     SetMemoryPolicy,
 )
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE, EventPage, TimelinePage
+from core.storage.repository import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    EventPage,
+    ThreadPage,
+    TimelinePage,
+)
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 from core.threads import Thread
@@ -70,8 +74,10 @@ class SqlThreadRepository:
     async def get(self, thread_id: ThreadId) -> Thread:
         return await self._reads.transact(lambda c: reads.thread(c, thread_id))
 
-    async def list_for(self, participant: Address, *, limit: int = MAX_PAGE) -> Sequence[Thread]:
-        return await self._reads.transact(lambda c: reads.threads_of(c, participant, limit))
+    async def list_for(
+        self, participant: Address, *, after: ThreadId | None = None, limit: int = DEFAULT_PAGE
+    ) -> ThreadPage:
+        return await self._reads.transact(lambda c: reads.threads_of(c, participant, after, limit))
 
     async def timeline(
         self,

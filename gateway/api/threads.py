@@ -1,7 +1,7 @@
 """Threads, their timelines and their participants over HTTP.
 
     POST  /api/v1/threads                                     resolve a participant set
-    GET   /api/v1/threads?participant=ADDR                    the threads of a participant
+    GET   /api/v1/threads?participant=ADDR[&after=ID&limit=N] the threads of a participant
     GET   /api/v1/threads/{id}                                one thread
     PATCH /api/v1/threads/{id}                                change its memory policy
     POST  /api/v1/threads/{id}/messages                       post a message
@@ -63,15 +63,19 @@ async def resolve_thread(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/threads")
 async def list_threads(request: web.Request) -> web.Response:
-    params = read_query(request, ["participant"])
+    params = read_query(request, ["participant", "after", "limit"])
     if "participant" not in params:
         raise InvalidInput(
             "missing query parameter 'participant' (an address like person:alice)",
             code="missing_parameter",
         )
     participant = named("participant", parse_address, params["participant"])
-    found = await repository(request).list_for(participant)
-    return web.json_response({"threads": [thread_json(thread) for thread in found]})
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    after = ThreadId(params["after"]) if "after" in params else None
+    page = await repository(request).list_for(participant, after=after, limit=limit)
+    return web.json_response(
+        {"threads": [thread_json(thread) for thread in page.threads], "next": page.next}
+    )
 
 
 @routes.get("/api/v1/threads/{id}")

@@ -72,7 +72,7 @@ async def test_an_unknown_thread_id_is_404_and_never_creates_a_thread(api):
         reply = await api.get(f"/api/v1/threads/{unknown}")
         reply.error(404)
     listed = await api.get(f"/api/v1/threads?participant={ALICE}")
-    assert listed.body == {"threads": []}
+    assert listed.body == {"threads": [], "next": None}
 
 
 async def test_listing_a_participants_threads_returns_exactly_theirs(api):
@@ -91,7 +91,22 @@ async def test_listing_someone_with_no_threads_is_an_empty_list(api):
     reply = await api.get(f"/api/v1/threads?participant={CAROL}")
 
     assert reply.status == 200
-    assert reply.body == {"threads": []}
+    assert reply.body == {"threads": [], "next": None}
+
+
+async def test_listing_pages_with_after_and_limit(api):
+    made = [(await api.thread(ALICE, f"role:r{i}"))["id"] for i in range(5)]
+    seen, query = [], f"/api/v1/threads?participant={ALICE}&limit=2"
+    while True:
+        reply = await api.get(query)
+        assert reply.status == 200
+        seen += [t["id"] for t in reply.body["threads"]]
+        if reply.body["next"] is None:
+            break
+        assert len(reply.body["threads"]) == 2
+        query = f"/api/v1/threads?participant={ALICE}&limit=2&after={reply.body['next']}"
+    assert seen == made
+    (await api.get(f"/api/v1/threads?participant={ALICE}&limit=0")).error(422, "invalid_parameter")
 
 
 async def test_listing_without_a_participant_or_with_a_malformed_one_is_422(api):

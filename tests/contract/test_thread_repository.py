@@ -79,7 +79,7 @@ async def test_an_unknown_thread_is_not_found_and_not_created(database: Database
     assert caught.value.code == "thread_not_found"
     with pytest.raises(NotFound):
         await database.threads.post_message(ThreadId("nope"), ALICE, "hello")
-    assert await database.threads.list_for(ALICE) == []
+    assert (await database.threads.list_for(ALICE)).threads == []
 
 
 async def test_seq_has_no_gaps_and_positions_increase(database: Database) -> None:
@@ -270,7 +270,25 @@ async def test_list_for_a_participant(database: Database) -> None:
     one, _ = await database.threads.resolve(pair("person:alice", "role:concierge"))
     two, _ = await database.threads.resolve(pair("person:alice", "role:ops"))
     await database.threads.resolve(pair("person:bob", "role:ops"))
-    assert [t.id for t in await database.threads.list_for(ALICE)] == [one.id, two.id]
+    page = await database.threads.list_for(ALICE)
+    assert [t.id for t in page.threads] == [one.id, two.id]
+    assert page.next is None
+    assert page.threads[0].states == {ALICE: ACTIVE, ROLE: ACTIVE}
+
+
+async def test_listing_pages_through_every_thread_in_creation_order(database: Database) -> None:
+    created = [
+        (await database.threads.resolve(pair("person:alice", f"role:r{i}")))[0].id for i in range(7)
+    ]
+    seen: list[ThreadId] = []
+    after: ThreadId | None = None
+    while True:
+        page = await database.threads.list_for(ALICE, after=after, limit=3)
+        seen += [t.id for t in page.threads]
+        if page.next is None:
+            break
+        after = page.next
+    assert seen == created
 
 
 async def test_events_since_resumes_from_any_position(database: Database) -> None:
