@@ -14,22 +14,18 @@ remote address, request id; headers are never logged, so neither is the token); 
 count the status the client actually gets); the one error translation; and the bearer check for
 `/api/v1`. The runner's own access log is not needed (`web.run_app(app, access_log=None)`).
 
-`configure_logging(settings)`, called once by whoever runs the app, sends every log line of the
-process to stderr as a JSON object (`log_format=json`) or as text, at `log_level`.
+Logging itself (`configure_logging`, the JSON formatter, the request id on every line) is in
+`gateway.logs`.
 """
 
 from __future__ import annotations
 
 import hmac
 import itertools
-import json
 import logging
 import re
-import sys
 import uuid
 from collections.abc import AsyncIterator
-from contextvars import ContextVar
-from datetime import UTC, datetime
 from time import perf_counter
 
 from aiohttp import web
@@ -38,10 +34,10 @@ from aiohttp.typedefs import Handler, Middleware
 from core.bus import CommittedEvents
 from core.storage import open_database
 from core.storage.database import upgrade_schema
-from core.timeline import rfc3339
 from gateway.api import DATABASE_KEY
 from gateway.api import threads as thread_routes
 from gateway.errors import ApiError, translate_errors
+from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, Metrics, measure_requests, serve_metrics
 from gateway.settings import Settings
 
@@ -50,7 +46,6 @@ REQUEST_ID_HEADER = "X-Request-Id"
 
 SETTINGS_KEY = web.AppKey("settings", Settings)
 
-current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
 log = logging.getLogger("rolecall.gateway")
 access_log = logging.getLogger("rolecall.access")
 
@@ -177,50 +172,3 @@ def _bearer_matches(request: web.Request, expected: bytes) -> bool:
         return False
     offered = credentials.strip().encode("utf-8", "backslashreplace")
     return hmac.compare_digest(offered, expected)
-
-
-# --- logging ------------------------------------------------------------------------------
-
-
-class JsonFormatter(logging.Formatter):
-    """A log record as one JSON object: time, level, logger, message, request id, its `fields`,
-    and the traceback when there is one."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, object] = {
-            "at": rfc3339(datetime.fromtimestamp(record.created, UTC)),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        request_id = getattr(record, "request_id", None)
-        if request_id is not None:
-            line["request_id"] = request_id
-        line.update(getattr(record, "fields", None) or {})
-        if record.exc_info:
-            line["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str)
-
-
-class RequestIdFilter(logging.Filter):
-    """Stamp the id of the request being handled (if any) on each record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "request_id", None) is None:
-            record.request_id = current_request_id.get()
-        return True
-
-
-def configure_logging(settings: Settings) -> None:
-    """Send every log line of the process to stderr, as JSON or as text, at the set level."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(RequestIdFilter())
-    if settings.log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
-        )
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(settings.log_level.upper())

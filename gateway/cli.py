@@ -229,7 +229,8 @@ def serve_command(args: argparse.Namespace) -> int:
     settings = _settings()
     from aiohttp import web
 
-    from gateway.app import build_app, configure_logging
+    from gateway.app import build_app
+    from gateway.logs import configure_logging
     from gateway.settings import ensure_api_token
 
     try:

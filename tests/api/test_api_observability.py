@@ -6,7 +6,8 @@ import json
 import logging
 import re
 
-from gateway.app import JsonFormatter, RequestIdFilter, build_app, current_request_id
+from gateway.app import build_app
+from gateway.logs import JsonFormatter, RequestIdFilter, current_request_id
 from gateway.metrics import METRICS_KEY
 
 ALICE, SUPPORT = "person:alice", "role:support"
