@@ -7,12 +7,14 @@ and opens the database (closed again on cleanup), and serves:
     GET /metrics    open; Prometheus text format
     /api/v1/…       the HTTP API; `Authorization: Bearer <operator token>` on every route
 
-Every request passes, outermost first, through: tracing (a request id taken from a well-formed
-`X-Request-Id` or made up, echoed on the response and stamped on every log line written while the
-request is handled; then one access log line — method, path without the query, status, duration,
-remote address, request id; headers are never logged, so neither is the token); metrics (so they
-count the status the client actually gets); the one error translation; and the bearer check for
-`/api/v1`. The runner's own access log is not needed (`web.run_app(app, access_log=None)`).
+Every request passes through one middleware, `request_edge`, which in order: gives the request an
+id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
+every log line written while the request is handled); checks the operator token on `/api/v1`;
+runs the handler; turns any failure into the JSON error body (`gateway.errors.translate`, the one
+translation); counts and times the answer with the status the client actually gets; and writes
+one access line — method, path without the query, status, duration, remote address, request id.
+Headers are never logged, so neither is the token. The runner's own access log is not needed
+(`web.run_app(app, access_log=None)`).
 
 Logging itself (`configure_logging`, the JSON formatter, the request id on every line) is in
 `gateway.logs`.
@@ -36,9 +38,9 @@ from core.storage import open_database
 from core.storage.database import upgrade_schema
 from gateway.api import DATABASE_KEY
 from gateway.api import threads as thread_routes
-from gateway.errors import ApiError, translate_errors
+from gateway.errors import ApiError, translate
 from gateway.logs import current_request_id
-from gateway.metrics import METRICS_KEY, Metrics, measure_requests, serve_metrics
+from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
 from gateway.settings import Settings
 
 API_PREFIX = "/api/v1"
@@ -56,7 +58,7 @@ def build_app(settings: Settings, *, api_token: str) -> web.Application:
     """The gateway's application; the database is opened when it starts, not here."""
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[trace_request, measure_requests, translate_errors, bearer_auth(api_token)],
+        middlewares=[request_edge(api_token)],
     )
     app[SETTINGS_KEY] = settings
     app[METRICS_KEY] = Metrics()
@@ -89,25 +91,49 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-# --- what wraps every request -------------------------------------------------------------
+# --- what wraps every request ---------------------------------------------------------------
 
 
-@web.middleware
-async def trace_request(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Give the request an id, and write its access log line once it is answered."""
-    offered = request.headers.get(REQUEST_ID_HEADER, "")
-    request_id = offered if offered and _WELL_FORMED_REQUEST_ID.fullmatch(offered) else _new_id()
-    token = current_request_id.set(request_id)
-    started = perf_counter()
-    try:
-        response = await handler(request)
-    finally:
-        current_request_id.reset(token)
-    if not response.prepared:  # a streamed response has sent its headers already
-        response.headers[REQUEST_ID_HEADER] = request_id
-    if access_log.isEnabledFor(logging.INFO):
-        _log_access(request, response, perf_counter() - started, request_id)
-    return response
+def request_edge(api_token: str) -> Middleware:
+    """The one middleware every request passes through. In order: give the request an id; check
+    the operator token on `/api/v1`; run the handler; turn any failure into the JSON error body
+    (`gateway.errors.translate`); count and time the answer as the client gets it; write the
+    access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
+    """
+    expected = api_token.encode()
+
+    @web.middleware
+    async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
+        offered = request.headers.get(REQUEST_ID_HEADER, "")
+        well_formed = offered and _WELL_FORMED_REQUEST_ID.fullmatch(offered)
+        request_id = offered if well_formed else _new_id()
+        token = current_request_id.set(request_id)
+        started = perf_counter()
+        try:
+            try:
+                if _under_api(request) and not _bearer_matches(request, expected):
+                    raise ApiError(
+                        401,
+                        "unauthorized",
+                        "this route needs the header 'Authorization: Bearer <operator token>'",
+                        headers={"WWW-Authenticate": 'Bearer realm="rolecall"'},
+                    )
+                response = await handler(request)
+            except Exception as error:
+                response = translate(request, error)
+        finally:
+            current_request_id.reset(token)
+        seconds = perf_counter() - started
+        request.app[METRICS_KEY].observe(
+            request.method, route_template(request), response.status, seconds
+        )
+        if not response.prepared:  # a streamed response has sent its headers already
+            response.headers[REQUEST_ID_HEADER] = request_id
+        if access_log.isEnabledFor(logging.INFO):
+            _log_access(request, response, seconds, request_id)
+        return response
+
+    return edge
 
 
 _ids = itertools.count(1)
@@ -140,24 +166,6 @@ def _log_access(
         seconds * 1000,
         extra={"fields": fields, "request_id": request_id},
     )
-
-
-def bearer_auth(api_token: str) -> Middleware:
-    """Require `Authorization: Bearer <api_token>` on every `/api/v1` request."""
-    expected = api_token.encode()
-
-    @web.middleware
-    async def check_bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if _under_api(request) and not _bearer_matches(request, expected):
-            raise ApiError(
-                401,
-                "unauthorized",
-                "this route needs the header 'Authorization: Bearer <operator token>'",
-                headers={"WWW-Authenticate": 'Bearer realm="rolecall"'},
-            )
-        return await handler(request)
-
-    return check_bearer
 
 
 def _under_api(request: web.Request) -> bool:

@@ -92,23 +92,35 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> web.Re
     return error_response(exc.status, code, message, headers=headers)
 
 
+def translate(request: web.Request, error: Exception) -> web.Response:
+    """The response for a request that failed with `error`. An HTTP exception below 400 (a
+    redirect and the like) is an answer, not a failure: it is raised again."""
+    if isinstance(error, RolecallError):
+        return error_response(domain_status(error), error.code, error.message)
+    if isinstance(error, ApiError):
+        return error_response(error.status, error.code, error.message, headers=error.headers)
+    if isinstance(error, web.HTTPException):
+        if error.status < 400:
+            raise error
+        return _from_http_exception(request, error)
+    log.error(
+        "unexpected error handling %s %s",
+        request.method,
+        request.path,
+        exc_info=(type(error), error, error.__traceback__),
+    )
+    return error_response(
+        500,
+        "internal",
+        "an unexpected error occurred; the server log has the details "
+        "(look for this response's X-Request-Id)",
+    )
+
+
 @web.middleware
 async def translate_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """`translate` as a middleware of its own, for applications without the gateway's edge."""
     try:
         return await handler(request)
-    except RolecallError as error:
-        return error_response(domain_status(error), error.code, error.message)
-    except ApiError as error:
-        return error_response(error.status, error.code, error.message, headers=error.headers)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise  # redirects and the like are answers, not failures
-        return _from_http_exception(request, exc)
-    except Exception:
-        log.exception("unexpected error handling %s %s", request.method, request.path)
-        return error_response(
-            500,
-            "internal",
-            "an unexpected error occurred; the server log has the details "
-            "(look for this response's X-Request-Id)",
-        )
+    except Exception as error:
+        return translate(request, error)

@@ -12,11 +12,9 @@ exported from zero so a dashboard sees the series before the first event.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from time import perf_counter
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -84,18 +82,6 @@ METRICS_KEY = web.AppKey("metrics", Metrics)
 def route_template(request: web.Request) -> str:
     resource = request.match_info.route.resource
     return resource.canonical if resource is not None else UNMATCHED_ROUTE
-
-
-@web.middleware
-async def measure_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Count and time every answered request. Sits outside the error translation, so it sees the
-    status the client gets."""
-    started = perf_counter()
-    response = await handler(request)
-    request.app[METRICS_KEY].observe(
-        request.method, route_template(request), response.status, perf_counter() - started
-    )
-    return response
 
 
 async def serve_metrics(request: web.Request) -> web.Response:
