@@ -24,8 +24,8 @@ Where the time goes. On two cores the load generator takes most of one; the serv
 Python process whose threads share one interpreter lock, so its throughput is its CPU time per
 message. "aiohttp alone" is the floor any aiohttp handler pays per request on this machine. The
 gateway adds, per message: the operator-token check, strict JSON validation, request id, metrics
-and the access-log decision (about as much again as aiohttp itself, measured with the repository
-replaced by a stub), and its share of a group-commit batch — one transaction per batch that loads
+and the access-log decision (roughly half as much again as aiohttp itself, measured with the
+repository replaced by a stub), and its share of a group-commit batch — one transaction per batch that loads
 the batch's threads and members, takes positions from the counter row, inserts the events and
 advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL). The batch runs in
 the writer's own thread on stdlib sqlite3 and competes with the event loop for the interpreter
