@@ -25,11 +25,12 @@ Python process whose threads share one interpreter lock, so its throughput is it
 message. "aiohttp alone" is the floor any aiohttp handler pays per request on this machine. The
 gateway adds, per message: the operator-token check, strict JSON validation, request id, metrics
 and the access-log decision (roughly half as much again as aiohttp itself, measured with the
-repository replaced by a stub), and its share of a group-commit batch — one transaction per batch that loads
-the batch's threads and members, takes positions from the counter row, inserts the events and
-advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL). The batch runs in
-the writer's own thread on stdlib sqlite3 and competes with the event loop for the interpreter
-lock. Batches hold about as many messages as there are clients waiting (about 16 of 32 here)."""
+repository replaced by a stub), and its share of a group-commit batch — one transaction per
+batch that loads the batch's threads and members, takes positions from the counter row, inserts
+the events and advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL).
+The batch runs in the writer's own thread on stdlib sqlite3 and competes with the event loop for
+the interpreter lock. Batches hold about as many messages as there are clients waiting (about
+16 of 32 here)."""
 
 
 def _row(name: str, result: Latency) -> str:

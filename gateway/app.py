@@ -5,7 +5,7 @@ and opens the database (closed again on cleanup), and serves:
 
     GET /healthz    open; `{"status": "ok"}` once the database answers
     GET /metrics    open; Prometheus text format
-    /api/v1/…       the HTTP API; `Authorization: Bearer <operator token>` on every route
+    /api/v1/…       the HTTP API (threads, roles); `Authorization: Bearer <operator token>`
 
 Every request passes through one middleware, `request_edge`, which in order: gives the request an
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
@@ -27,13 +27,14 @@ import itertools
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from time import perf_counter
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from core.bus import CommittedEvents
+from core.roles import Role
 from core.storage import open_database
 from core.storage.database import upgrade_schema
 from gateway.api import DATABASE_KEY
@@ -41,6 +42,8 @@ from gateway.api import threads as thread_routes
 from gateway.errors import ApiError, translate
 from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
+from gateway.roles import ROLES_KEY, configured_roles
+from gateway.roles import routes as role_routes
 from gateway.settings import Settings
 
 API_PREFIX = "/api/v1"
@@ -54,18 +57,25 @@ access_log = logging.getLogger("rolecall.access")
 _WELL_FORMED_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def build_app(settings: Settings, *, api_token: str) -> web.Application:
-    """The gateway's application; the database is opened when it starts, not here."""
+def build_app(
+    settings: Settings, *, api_token: str, roles: Mapping[str, Role] | None = None
+) -> web.Application:
+    """The gateway's application; the database is opened when it starts, not here.
+
+    `roles` defaults to the manifests in `settings.roles_dir` (a bad one raises `ManifestError`).
+    """
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[request_edge(api_token)],
     )
     app[SETTINGS_KEY] = settings
+    app[ROLES_KEY] = dict(roles) if roles is not None else configured_roles(settings)
     app[METRICS_KEY] = Metrics()
     app.cleanup_ctx.append(database_lifecycle)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", serve_metrics)
     app.add_routes(thread_routes.routes)
+    app.add_routes(role_routes)
     return app
 
 

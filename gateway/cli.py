@@ -229,10 +229,16 @@ def serve_command(args: argparse.Namespace) -> int:
     settings = _settings()
     from aiohttp import web
 
+    from core.roles import ManifestError
     from gateway.app import build_app
     from gateway.logs import configure_logging
+    from gateway.roles import configured_roles
     from gateway.settings import ensure_api_token
 
+    try:  # every manifest is checked before anything is written
+        roles = configured_roles(settings)
+    except ManifestError as exc:
+        raise Failure(exc.message, EXIT_USAGE) from None
     try:
         token, token_file = ensure_api_token(settings)
     except OSError as exc:
@@ -242,7 +248,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"operator API token: {token_file}", flush=True)
 
     configure_logging(settings)
-    app = build_app(settings, api_token=token)
+    app = build_app(settings, api_token=token, roles=roles)
     started = False
 
     async def mark_started(_app: web.Application) -> None:
@@ -252,7 +258,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
     app.on_startup.append(mark_started)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    listening = f"Rolecall listening on http://{host}:{settings.port}"
+    serving = ", ".join(f"role:{name}" for name in sorted(roles)) or "no roles"
+    listening = f"Rolecall listening on http://{host}:{settings.port} ({serving})"
 
     def run() -> None:
         try:

@@ -25,7 +25,7 @@ def test_serve_creates_the_token_file_says_where_and_stops_on_ctrl_c(
         token_file = var_dir / "api-token"
         assert gateway.stdout.splitlines() == [
             f"operator API token: {token_file}",
-            f"Rolecall listening on {gateway.url}",
+            f"Rolecall listening on {gateway.url} (role:concierge)",
         ]
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
 
@@ -149,3 +149,25 @@ def test_python_dash_m_gateway_is_the_same_command(offline_env: dict[str, str]) 
     )
     assert usage.returncode == 2
     assert "usage: rolecall" in usage.stderr
+
+
+def test_a_bad_role_manifest_stops_serve_with_one_line_naming_file_and_field(
+    tmp_path: Path, rolecall, environment
+) -> None:
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "helper.yaml").write_text(
+        "name: helper\ndisplay_name: Helper\nruntime:\n  kind: builtin\n"
+    )
+    env = environment(ROLECALL_VAR_DIR=str(tmp_path), ROLECALL_ROLES_DIR=str(roles))
+    failed = rolecall("serve", env=env)
+    assert failed.returncode == 2
+    assert failed.error_line == f"rolecall: {roles / 'helper.yaml'}: runtime.agent: Field required"
+
+
+def test_a_roles_dir_that_does_not_exist_stops_serve(tmp_path: Path, rolecall, environment) -> None:
+    missing = tmp_path / "nowhere"
+    env = environment(ROLECALL_VAR_DIR=str(tmp_path), ROLECALL_ROLES_DIR=str(missing))
+    failed = rolecall("serve", env=env)
+    assert failed.returncode == 2
+    assert failed.error_line == f"rolecall: ROLECALL_ROLES_DIR: {missing} is not a directory"

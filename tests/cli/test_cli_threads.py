@@ -33,7 +33,7 @@ def send(cli, thread_id: str, author: str, text: str) -> str:
 
 
 def test_serve_with_the_token_in_the_environment_says_only_where_it_listens(gateway) -> None:
-    assert gateway.stdout.splitlines() == [f"Rolecall listening on {gateway.url}"]
+    assert gateway.stdout.splitlines() == [f"Rolecall listening on {gateway.url} (role:concierge)"]
     assert not (gateway.var_dir / "api-token").exists()
 
 

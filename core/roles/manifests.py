@@ -1,0 +1,63 @@
+"""Reading role manifests from a directory: one YAML file a role, `<name>.yaml`.
+
+Any problem is a `ManifestError` whose message names the file and the field, e.g.
+`manifests/roles/concierge.yaml: runtime.agent: Field required`, so that a bad manifest stops
+start-up with one line that says what to fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from core.errors import InvalidInput
+from core.roles.role import Role
+
+SUFFIXES = (".yaml", ".yml")
+
+
+class ManifestError(InvalidInput):
+    code = "invalid_manifest"
+
+
+def load_roles(directory: Path) -> dict[str, Role]:
+    """Every role manifest in `directory`, by role name (files in name order)."""
+    if not directory.is_dir():
+        raise ManifestError(f"{directory}: not a directory of role manifests")
+    roles: dict[str, Role] = {}
+    for path in sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES):
+        role = load_role(path)
+        roles[role.name] = role
+    return roles
+
+
+def load_role(path: Path) -> Role:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: cannot be read: {exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise ManifestError(f"{path}: not valid YAML{line}: {_first_line(exc)}") from None
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{path}: a role manifest is a mapping of fields, like 'name: …'")
+    try:
+        role = Role.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "(the manifest)"
+        raise ManifestError(f"{path}: {field}: {error['msg']}") from None
+    if path.stem != role.name:
+        raise ManifestError(
+            f"{path}: name: is {role.name!r}, but the file must be named after the role "
+            f"({role.name}{path.suffix})"
+        )
+    return role
+
+
+def _first_line(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    return str(problem or exc).strip().splitlines()[0]

@@ -1,0 +1,70 @@
+"""A role as its manifest defines it.
+
+    name: concierge                 # the role's address is role:<name>; the file is <name>.yaml
+    display_name: Concierge
+    description: Greets people and remembers what they ask it to.
+    instructions: |
+      You are the concierge …
+    runtime:
+      kind: builtin                 # other kinds (acp, a2a, openai) come later
+      agent: concierge              # the built-in agent: echo or concierge
+      delay_ms: 0                   # built-in agents only: make each turn take this long
+    concurrent_threads: true        # false: all of the role's turns run one at a time
+    max_concurrent_turns: 8         # turns of this role running at once, across threads
+    idle_sleep_after: 300           # seconds a session may sit unused before it is put to sleep
+    turn_timeout: 120               # seconds a turn may take before it fails
+
+Unknown fields are errors (a typo must not be silently ignored).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.participants import MAX_NAME_LENGTH, Address
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+class BuiltinRuntime(BaseModel):
+    """A Python agent that runs inside the gateway."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["builtin"]
+    agent: Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
+    delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+
+
+Runtime = BuiltinRuntime
+
+
+class Role(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    display_name: Annotated[str, Field(min_length=1, max_length=200)]
+    description: Annotated[str, Field(max_length=2_000)] = ""
+    instructions: Annotated[str, Field(max_length=100_000)] = ""
+    runtime: Runtime
+    concurrent_threads: bool = True
+    max_concurrent_turns: Annotated[int, Field(ge=1, le=10_000)] = 8
+    idle_sleep_after: Annotated[float, Field(gt=0, le=7 * 86_400)] = 300.0
+    turn_timeout: Annotated[float, Field(gt=0, le=86_400)] = 120.0
+
+    @field_validator("name")
+    @classmethod
+    def _role_name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value) or len(value) > MAX_NAME_LENGTH:
+            raise ValueError(
+                "must be lower case letters, digits, '.', '_' or '-', starting with a letter "
+                f"or digit, at most {MAX_NAME_LENGTH} characters"
+            )
+        return value
+
+    @property
+    def address(self) -> Address:
+        return Address(f"role:{self.name}")

@@ -1,0 +1,52 @@
+"""The roles the gateway serves, from `ROLECALL_ROLES_DIR`, and their HTTP routes.
+
+    GET /api/v1/roles          every role: `{"roles": [role, …]}`, by name
+    GET /api/v1/roles/{name}   one role; unknown → 404 `role_not_found`
+
+Roles are read once, before the application is built; a bad manifest stops start-up with one
+line naming the file and the field. The default directory may be missing (no roles); a directory
+the operator set must exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import NotFound
+from core.roles import ManifestError, Role, load_roles
+from gateway.settings import Settings
+
+ROLES_KEY = web.AppKey("roles", dict[str, Role])
+
+routes = web.RouteTableDef()
+
+
+def configured_roles(settings: Settings) -> dict[str, Role]:
+    """The roles in `settings.roles_dir`; raises `ManifestError` naming the file and field."""
+    directory = settings.roles_dir
+    if not directory.exists() and "roles_dir" not in settings.model_fields_set:
+        return {}
+    if not directory.is_dir():
+        raise ManifestError(f"ROLECALL_ROLES_DIR: {directory} is not a directory")
+    return load_roles(directory)
+
+
+def role_json(role: Role) -> dict[str, Any]:
+    return {"address": role.address, **role.model_dump(mode="json")}
+
+
+@routes.get("/api/v1/roles")
+async def list_roles(request: web.Request) -> web.Response:
+    roles = request.app[ROLES_KEY]
+    return web.json_response({"roles": [role_json(roles[name]) for name in sorted(roles)]})
+
+
+@routes.get("/api/v1/roles/{name}")
+async def show_role(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    role = request.app[ROLES_KEY].get(name)
+    if role is None:
+        raise NotFound(f"no role named {name!r}", code="role_not_found")
+    return web.json_response(role_json(role))
