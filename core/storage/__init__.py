@@ -5,6 +5,13 @@ through one writer that commits in batches (group commit); reads go straight to 
 """
 
 from core.storage.database import Database, open_database
-from core.storage.repository import EventPage, ThreadRepository, TimelinePage
+from core.storage.repository import EventPage, ThreadPage, ThreadRepository, TimelinePage
 
-__all__ = ["Database", "EventPage", "ThreadRepository", "TimelinePage", "open_database"]
+__all__ = [
+    "Database",
+    "EventPage",
+    "ThreadPage",
+    "ThreadRepository",
+    "TimelinePage",
+    "open_database",
+]

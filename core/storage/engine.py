@@ -46,7 +46,9 @@ def _sqlite_file(url: str) -> None:
 
 
 def create_engine(url: str, *, pool_size: int = 5, writer: bool = False) -> AsyncEngine:
-    """An async engine for reads, or (`writer=True`) for a connection that commits writes."""
+    """An async engine: PostgreSQL's readers (REPEATABLE READ) and writer (READ COMMITTED), and
+    the migrations on either backend. SQLite's own readers and writer use
+    `create_sqlite_sync_engine` in threads of their own (see `core.storage.transact`)."""
     if not is_sqlite(url):
         isolation = "READ COMMITTED" if writer else "REPEATABLE READ"
         return create_async_engine(

@@ -32,7 +32,7 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
     """An event from a full row of `events`, its columns in table order (`select(events)`)."""
     (position, id_, thread_id, seq, micros, kind, author, text, context, participant,
      from_state, to_state, target, reason) = row  # fmt: skip
-    at = EPOCH + timedelta(microseconds=micros)
+    at = from_micros(micros)
     if kind == "message":
         return Message(
             id=id_,

@@ -26,9 +26,9 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, bindparam, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 
-from core.errors import Conflict, NotFound, RolecallError
+from core.errors import NotFound, RolecallError
 from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address
@@ -267,9 +267,9 @@ class Writer:
     async def _commit(self, pending: list[_Pending]) -> None:
         try:
             answers, events = await self._attempt(pending)
-        except DBAPIError as exc:
+        except DBAPIError:
             if len(pending) == 1:
-                raise _translate(exc) from exc
+                raise
             log.warning("batch of %d refused by the database; retrying one by one", len(pending))
             for one in pending:
                 try:
@@ -313,9 +313,3 @@ def _answer(future: asyncio.Future[Any], answer: Any) -> None:
         future.set_exception(answer)
     else:
         future.set_result(answer)
-
-
-def _translate(exc: DBAPIError) -> Exception:
-    if isinstance(exc, IntegrityError) and "retraction" in str(exc.orig):
-        return Conflict("this message is already retracted", code="already_retracted")
-    return exc
