@@ -5,7 +5,11 @@ and opens the database (closed again on cleanup), and serves:
 
     GET /healthz    open; `{"status": "ok"}` once the database answers
     GET /metrics    open; Prometheus text format
-    /api/v1/…       the HTTP API (threads, roles); `Authorization: Bearer <operator token>`
+    /api/v1/…       the HTTP API (threads, roles, runs); `Authorization: Bearer <operator token>`
+
+After the database, the run host starts (`core.host`): it nudges runs with news left from before
+a restart, then answers every committed person message in a thread with a role. On cleanup it
+stops first (running turns are redone on the next start), then the database closes.
 
 Every request passes through one middleware, `request_edge`, which in order: gives the request an
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
@@ -34,10 +38,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from core.bus import CommittedEvents
-from core.roles import Role
+from core.host import HostLimits, RunHost
+from core.roles import ManifestError, Role
+from core.runtimes.registry import Runtimes
 from core.storage import open_database
 from core.storage.database import upgrade_schema
-from gateway.api import DATABASE_KEY
+from gateway.api import DATABASE_KEY, HOST_KEY
+from gateway.api import runs as run_routes
 from gateway.api import threads as thread_routes
 from gateway.errors import ApiError, translate
 from gateway.logs import current_request_id
@@ -50,6 +57,7 @@ API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-Id"
 
 SETTINGS_KEY = web.AppKey("settings", Settings)
+RUNTIMES_KEY = web.AppKey("runtimes", Runtimes)
 
 log = logging.getLogger("rolecall.gateway")
 access_log = logging.getLogger("rolecall.access")
@@ -58,24 +66,38 @@ _WELL_FORMED_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def build_app(
-    settings: Settings, *, api_token: str, roles: Mapping[str, Role] | None = None
+    settings: Settings,
+    *,
+    api_token: str,
+    roles: Mapping[str, Role] | None = None,
+    runtimes: Runtimes | None = None,
 ) -> web.Application:
     """The gateway's application; the database is opened when it starts, not here.
 
-    `roles` defaults to the manifests in `settings.roles_dir` (a bad one raises `ManifestError`).
+    `roles` defaults to the manifests in `settings.roles_dir` (a bad one raises `ManifestError`,
+    as does a role no runtime here can back); `runtimes` to the built-in agents.
     """
+    runtimes = runtimes or Runtimes()
+    known = dict(roles) if roles is not None else configured_roles(settings)
+    for role in known.values():
+        if problem := runtimes.problem(role):
+            field, what = problem
+            raise ManifestError(f"{settings.roles_dir / (role.name + '.yaml')}: {field}: {what}")
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[request_edge(api_token)],
     )
     app[SETTINGS_KEY] = settings
-    app[ROLES_KEY] = dict(roles) if roles is not None else configured_roles(settings)
+    app[ROLES_KEY] = known
+    app[RUNTIMES_KEY] = runtimes
     app[METRICS_KEY] = Metrics()
     app.cleanup_ctx.append(database_lifecycle)
+    app.cleanup_ctx.append(host_lifecycle)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", serve_metrics)
     app.add_routes(thread_routes.routes)
     app.add_routes(role_routes)
+    app.add_routes(run_routes.routes)
     return app
 
 
@@ -90,6 +112,27 @@ async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await database.close()
+
+
+async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS_KEY]
+    host = RunHost(
+        app[DATABASE_KEY],
+        app[ROLES_KEY],
+        app[RUNTIMES_KEY],
+        limits=HostLimits(
+            slots=settings.max_turns,
+            attempts=settings.turn_attempts,
+            backoff=settings.retry_backoff,
+        ),
+        observer=app[METRICS_KEY].host,
+    )
+    await host.start()
+    app[HOST_KEY] = host
+    try:
+        yield
+    finally:
+        await host.stop()
 
 
 async def healthz(request: web.Request) -> web.Response:

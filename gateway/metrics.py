@@ -7,6 +7,11 @@ and by its method (`OTHER` for anything outside the standard methods), so no cli
 
 `events appended` is counted from storage's after-commit callback, by event kind; every kind is
 exported from zero so a dashboard sees the series before the first event.
+
+The run host reports through `HostMetrics` (its `HostObserver`): turns started and finished (by
+role and outcome — `failed` among them), failed attempts, turn latency, queue wait (from the
+nudge to the turn starting), sessions awake and asleep, and turn slots in use. Roles are a
+bounded set (the manifests), outcomes too.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from core.timeline import AnyEvent, EventKind
@@ -52,6 +57,7 @@ class Metrics:
         self._appended = {kind: self.events_appended.labels(kind=kind.value) for kind in EventKind}
         # Label lookups cost more than the increments; the series are few, so keep them.
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self.host = HostMetrics(self.registry)
 
     def count_appended(self, events: Sequence[AnyEvent]) -> None:
         """Storage's `on_appended` callback: called after each commit with what it appended."""
@@ -74,6 +80,77 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+TURN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+class HostMetrics:
+    """The run host's `HostObserver`, as Prometheus series."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.started = Counter(
+            "rolecall_turns_started", "Turns started, by role.", ["role"], registry=registry
+        )
+        self.finished = Counter(
+            "rolecall_turns_finished",
+            "Turns finished, by role and outcome (replied, silent, no_answer, failed, "
+            "cancelled, superseded).",
+            ["role", "outcome"],
+            registry=registry,
+        )
+        self.failed_attempts = Counter(
+            "rolecall_turn_attempts_failed",
+            "Attempts at a turn that failed (the runtime raised or timed out), by role.",
+            ["role"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "rolecall_turn_duration_seconds",
+            "Time from a turn starting to its end being decided, in seconds, by role.",
+            ["role"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.waited = Histogram(
+            "rolecall_turn_queue_wait_seconds",
+            "Time from a run being nudged to its turn starting, in seconds, by role.",
+            ["role"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.sessions_gauge = Gauge(
+            "rolecall_sessions",
+            "Agent sessions held awake in this process, and asleep (stored, not held).",
+            ["state"],
+            registry=registry,
+        )
+        self.slots = Gauge(
+            "rolecall_turn_slots_in_use",
+            "Turns running at once in this process.",
+            registry=registry,
+        )
+        self.sessions(awake=0, asleep=0)
+
+    def turn_started(self, role: str) -> None:
+        self.started.labels(role=role).inc()
+
+    def turn_finished(self, role: str, outcome: str, seconds: float) -> None:
+        self.finished.labels(role=role, outcome=outcome).inc()
+        self.duration.labels(role=role).observe(seconds)
+
+    def attempt_failed(self, role: str) -> None:
+        self.failed_attempts.labels(role=role).inc()
+
+    def queue_wait(self, role: str, seconds: float) -> None:
+        self.waited.labels(role=role).observe(seconds)
+
+    def sessions(self, *, awake: int, asleep: int) -> None:
+        self.sessions_gauge.labels(state="awake").set(awake)
+        self.sessions_gauge.labels(state="asleep").set(asleep)
+
+    def slots_in_use(self, count: int) -> None:
+        self.slots.set(count)
 
 
 METRICS_KEY = web.AppKey("metrics", Metrics)

@@ -10,6 +10,7 @@ the operator set must exist.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +19,7 @@ from core.errors import NotFound
 from core.roles import ManifestError, Role, load_roles
 from gateway.settings import Settings
 
-ROLES_KEY = web.AppKey("roles", dict[str, Role])
+ROLES_KEY = web.AppKey("roles", Mapping[str, Role])
 
 routes = web.RouteTableDef()
 

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_turns: int = Field(default=64, ge=1, le=100_000)
+    turn_attempts: int = Field(default=3, ge=1, le=20)
+    retry_backoff: float = Field(default=0.5, ge=0, le=600)
 
     @field_validator("database_url")
     @classmethod

@@ -64,7 +64,8 @@ async def _empty_postgres(url: str) -> None:
     connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         await connection.execute(
-            "TRUNCATE events, thread_participants, threads;UPDATE stream_positions SET value = 0"
+            "TRUNCATE turns, run_sessions, runs, events, thread_participants, threads;"
+            "UPDATE stream_positions SET value = 0"
         )
     finally:
         await connection.close()

@@ -2,6 +2,7 @@
 
     db = await open_database(url, bus=CommittedEvents(), on_appended=count)
     db.threads   # the ThreadRepository
+    db.runs      # runs, their sessions and turns
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -18,6 +19,7 @@ from core.bus import CommittedEvents
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.migrate import upgrade_schema
 from core.storage.repository import ThreadRepository
+from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
 from core.storage.writer import Writer
@@ -33,6 +35,7 @@ def utc_now() -> datetime:
 @dataclass(slots=True)
 class Database:
     threads: ThreadRepository
+    runs: SqlRunRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -65,7 +68,14 @@ async def open_database(
     writer.start()
     repository = SqlThreadRepository(reads, writer)
     bus.publish(await repository.head())
-    return Database(threads=repository, bus=bus, _writer=writer, _writes=writes, _reads=reads)
+    return Database(
+        threads=repository,
+        runs=SqlRunRepository(reads, writer),
+        bus=bus,
+        _writer=writer,
+        _writes=writes,
+        _reads=reads,
+    )
 
 
 READ_CONNECTIONS = 4

@@ -75,6 +75,7 @@ _SINCE = (
     .order_by(_e.c.position)
     .limit(bindparam("limit"))
 )
+_ARCHIVE_BEFORE = select(_t.c.archive_before).where(_t.c.id == bindparam("thread_id"))
 _HEAD = select(schema.stream_positions.c.value).where(
     schema.stream_positions.c.stream == schema.EVENTS_STREAM
 )
@@ -157,14 +158,28 @@ def visible_ranges(conn: Connection, thread_id: ThreadId, viewer: Address | None
     return ranges
 
 
+def archive_floor(conn: Connection, thread_id: ThreadId) -> int:
+    """The lowest `seq` not archived by a "start fresh" (1 when nothing is archived)."""
+    found = conn.execute(_ARCHIVE_BEFORE, {"thread_id": thread_id}).scalar()
+    return max(int(found or 0), 1)
+
+
 def forward(
-    conn: Connection, thread_id: ThreadId, viewer: Address | None, after: int, limit: int
+    conn: Connection,
+    thread_id: ThreadId,
+    viewer: Address | None,
+    after: int,
+    limit: int,
+    *,
+    floor: int = 1,
 ) -> TimelinePage:
+    """`floor`: leave out events below this `seq` (archived ones, for person-facing reads)."""
     rows: list[Any] = []
     for low, high in visible_ranges(conn, thread_id, viewer):
-        if high is not None and high <= after:
+        if high is not None and (high <= after or high < floor):
             continue
-        rows += _range(conn, _OLDEST_FIRST, thread_id, max(low, after + 1), high, limit - len(rows))
+        start = max(low, after + 1, floor)
+        rows += _range(conn, _OLDEST_FIRST, thread_id, start, high, limit - len(rows))
         if len(rows) > limit:
             break
     page = rows[:limit]
@@ -176,10 +191,19 @@ def forward(
 
 
 def backward(
-    conn: Connection, thread_id: ThreadId, viewer: Address | None, before: int | None, limit: int
+    conn: Connection,
+    thread_id: ThreadId,
+    viewer: Address | None,
+    before: int | None,
+    limit: int,
+    *,
+    floor: int = 1,
 ) -> TimelinePage:
     rows: list[Any] = []
     for low, high in reversed(visible_ranges(conn, thread_id, viewer)):
+        if high is not None and high < floor:
+            continue
+        low = max(low, floor)
         if before is not None:
             if low >= before:
                 continue

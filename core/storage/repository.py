@@ -102,8 +102,10 @@ class ThreadRepository(Protocol):
         viewer: Address | None = None,
         after: int = 0,
         limit: int = DEFAULT_PAGE,
+        include_archived: bool = True,
     ) -> TimelinePage:
         """The oldest `limit` events with `seq > after` that `viewer` may see (None: operator).
+        `include_archived=False` leaves out what was said before the latest "start fresh".
 
         A viewer who is not a member gets `NotAllowed` (code `not_a_member`).
         """
@@ -115,6 +117,7 @@ class ThreadRepository(Protocol):
         viewer: Address | None = None,
         before: int | None = None,
         limit: int = DEFAULT_PAGE,
+        include_archived: bool = True,
     ) -> TimelinePage:
         """The newest `limit` visible events with `seq < before` (None: from the end), in `seq`
         order — for paging back through history."""

@@ -8,6 +8,14 @@
   Times are integer microseconds since the Unix epoch, UTC, exact on every backend.
 - `stream_positions`: one counter row per stream; updating it serialises committers, so positions
   become visible in order and a reader resuming from a position never misses one.
+- `runs`: the unit of agent work — one per role per thread (a conversation run) or per task. Its
+  `cursor` is the `seq` in its thread up to which it has looked; `session_id` its current session.
+- `run_sessions`: a run's sessions, numbered; `state` is what the runtime needs to resume one
+  after idle sleep (NULL until its first turn: the next turn is then its opening turn).
+- `turns`: the transcript, one row per finished turn: what the run was told, what the agent did,
+  what it said, timings and errors.
+- `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
+  person-facing reads leave them out unless asked.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ threads = Table(
     Column("memory_thread_only", Boolean, nullable=False, server_default=text("true")),
     Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
     Column("last_at", BigInteger, nullable=False, server_default=text("0")),
+    Column("archive_before", BigInteger, nullable=False, server_default=text("0")),
 )
 
 thread_participants = Table(
@@ -106,3 +115,57 @@ stream_positions = Table(
 )
 
 EVENTS_STREAM = "events"
+
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("role", String(64), nullable=False),
+    Column("thread_id", String(32), ForeignKey("threads.id")),
+    Column("task_id", String(32)),
+    Column("cursor", BigInteger, nullable=False, server_default=text("0")),
+    Column("status", String(16), nullable=False),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    Column("session_id", String(32)),
+    Column("last_turn", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    # One conversation run per role per thread (task runs have no thread: NULLs are distinct).
+    UniqueConstraint("thread_id", "role"),
+)
+
+run_sessions = Table(
+    "run_sessions",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("opened_at", BigInteger, nullable=False),
+    Column("state", JSON(none_as_null=True)),
+    UniqueConstraint("run_id", "number"),
+)
+
+turns = Table(
+    "turns",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("session_id", String(32), nullable=False),
+    Column("cause", String(16), nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("cursor_from", BigInteger, nullable=False),
+    Column("cursor_to", BigInteger, nullable=False),
+    Column("queued_at", BigInteger, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger, nullable=False),
+    Column("prompt", JSON, nullable=False),
+    Column("steps", JSON, nullable=False),
+    Column("replies", JSON, nullable=False),
+    Column("attempts", JSON, nullable=False),
+    Column("error", Text),
+    UniqueConstraint("run_id", "number"),
+)

@@ -7,6 +7,8 @@ pool of threads on stdlib sqlite3 (one hop per read), on PostgreSQL through asyn
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address, ParticipantSet
@@ -86,10 +88,13 @@ class SqlThreadRepository:
         viewer: Address | None = None,
         after: int = 0,
         limit: int = DEFAULT_PAGE,
+        include_archived: bool = True,
     ) -> TimelinePage:
-        return await self._reads.transact(
-            lambda c: reads.forward(c, thread_id, viewer, after, limit)
-        )
+        def read(c: Connection) -> TimelinePage:
+            floor = 1 if include_archived else reads.archive_floor(c, thread_id)
+            return reads.forward(c, thread_id, viewer, after, limit, floor=floor)
+
+        return await self._reads.transact(read)
 
     async def latest(
         self,
@@ -98,10 +103,13 @@ class SqlThreadRepository:
         viewer: Address | None = None,
         before: int | None = None,
         limit: int = DEFAULT_PAGE,
+        include_archived: bool = True,
     ) -> TimelinePage:
-        return await self._reads.transact(
-            lambda c: reads.backward(c, thread_id, viewer, before, limit)
-        )
+        def read(c: Connection) -> TimelinePage:
+            floor = 1 if include_archived else reads.archive_floor(c, thread_id)
+            return reads.backward(c, thread_id, viewer, before, limit, floor=floor)
+
+        return await self._reads.transact(read)
 
     async def events_since(self, position: int, *, limit: int = MAX_PAGE) -> EventPage:
         return await self._reads.transact(lambda c: reads.since(c, position, limit))

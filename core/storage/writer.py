@@ -97,6 +97,8 @@ class Batch:
         self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
+        self.after_flush: list[Callable[[], None]] = []
+        """Writes that need the staged events' ids and positions (run after they exist)."""
 
     def load(self, thread_ids: Sequence[ThreadId]) -> None:
         wanted = sorted(set(thread_ids) - set(self.threads))
@@ -163,6 +165,8 @@ class Batch:
                 _SET_STATES,
                 [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
             )
+        for write in self.after_flush:
+            write()
 
 
 # The statements of a batch, built once.

@@ -25,11 +25,13 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from core.errors import InvalidInput, RolecallError
+from core.host import RunHost
 from core.storage import Database
 from core.storage.repository import ThreadRepository
 from gateway.errors import ApiError
 
 DATABASE_KEY = web.AppKey("database", Database)
+HOST_KEY = web.AppKey("host", RunHost)
 
 # Cursors and counts stay within the integers every JSON client reads exactly (JavaScript's
 # Number.MAX_SAFE_INTEGER), far inside what storage holds even after it adds one.
@@ -49,10 +51,17 @@ def _reject_constant(name: str) -> Any:
 
 
 async def read_object(
-    request: web.Request, *, required: Collection[str] = (), optional: Collection[str] = ()
+    request: web.Request,
+    *,
+    required: Collection[str] = (),
+    optional: Collection[str] = (),
+    empty_ok: bool = False,
 ) -> dict[str, Any]:
-    """The body as a JSON object holding only the named fields, the required ones present."""
+    """The body as a JSON object holding only the named fields, the required ones present.
+    `empty_ok`: no body at all reads as `{}` (for actions that take no fields)."""
     raw = await request.read()
+    if empty_ok and not raw.strip():
+        return {}
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:

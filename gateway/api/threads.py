@@ -127,8 +127,9 @@ async def change_participant_state(request: web.Request) -> web.Response:
 @routes.get("/api/v1/threads/{id}/timeline")
 async def read_timeline(request: web.Request) -> web.Response:
     """Forward from `after` (default: the beginning); or backward from `before`, or the newest
-    page with `latest=true`. With `as`, only what that participant may see."""
-    params = read_query(request, ["as", "after", "before", "latest", "limit"])
+    page with `latest=true`. With `as`, only what that participant may see. What was said before
+    the latest "start fresh" is archived: left out unless `include_archived=true`."""
+    params = read_query(request, ["as", "after", "before", "latest", "limit", "include_archived"])
     viewer: Address | None = None
     if "as" in params:
         viewer = named("as", parse_address, params["as"])
@@ -145,14 +146,19 @@ async def read_timeline(request: web.Request) -> web.Response:
             "'latest=true' reads the newest page; use 'before' alone to page back",
             code="conflicting_parameters",
         )
+    archived = query_bool(params, "include_archived")
     threads, thread_id = repository(request), _thread_id(request)
     page: TimelinePage
     if backward:
         before = query_int(params, "before", default=0, low=1) if not latest else None
-        page = await threads.latest(thread_id, viewer=viewer, before=before, limit=limit)
+        page = await threads.latest(
+            thread_id, viewer=viewer, before=before, limit=limit, include_archived=archived
+        )
     else:
         after = query_int(params, "after", default=0, low=0)
-        page = await threads.timeline(thread_id, viewer=viewer, after=after, limit=limit)
+        page = await threads.timeline(
+            thread_id, viewer=viewer, after=after, limit=limit, include_archived=archived
+        )
     return web.json_response(
         {"events": [event_json(e) for e in page.events], "next": page.next, "more": page.more}
     )

@@ -1,0 +1,268 @@
+"""The run host: when a run is prompted, and with what resources.
+
+    host = RunHost(database, roles, Runtimes())
+    await host.start()     # recovery: runs with news past their cursor are nudged again
+    host.nudge(thread_id, "concierge")
+    await host.stop()
+
+Rules, in the order a nudge meets them:
+
+- **Nudge, then read.** Committed events only nudge (`nudge`); the router nudges every role member
+  of a thread in which someone else posted a message. A nudged run's driver reads from the
+  database everything past the run's cursor. Nudges that arrive while a run is busy set one flag:
+  they collapse into a single next read, hence a single next turn.
+- **One turn at a time per run** (per-thread FIFO): a run has one driving loop, and it takes turns
+  one after another while news keeps arriving.
+- **Slots.** A turn holds its role's slot (`max_concurrent_turns`, or one for a role with
+  `concurrent_threads: false`, which serialises all its turns) and one of the host's `slots`.
+  Different threads run concurrently: a slow turn holds only its own run's loop.
+- **Idle sleep.** A session unused for the role's `idle_sleep_after` is closed and the run is
+  forgotten here (its state is stored with every turn); the next nudge wakes it: the runtime
+  resumes the same session from its stored state.
+- **Control pre-empts work.** `cancel` stops the running attempt at once; the turn ends as
+  cancelled and the run stays usable.
+- **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
+  has not looked at its thread's latest event is nudged again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+
+from core.errors import Conflict, NotFound
+from core.host.live import LiveRun
+from core.host.observer import HostObserver, NoObserver
+from core.host.sessions import Sessions
+from core.host.turn import HostLimits, TurnTaker
+from core.participants import Address, ParticipantKind, kind_of
+from core.roles.role import Role
+from core.runs.conversation import plan_turn
+from core.runs.run import Run, RunId, RunKind
+from core.runtimes.registry import Runtimes
+from core.storage.database import Database
+from core.timeline import Message, ThreadId
+
+__all__ = ["HostLimits", "RunHost"]
+
+log = logging.getLogger("rolecall.host")
+
+ROLE_CACHE_LIMIT = 100_000
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class RunHost:
+    def __init__(
+        self,
+        database: Database,
+        roles: Mapping[str, Role],
+        runtimes: Runtimes,
+        *,
+        limits: HostLimits | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        observer: HostObserver | None = None,
+    ) -> None:
+        self._db = database
+        self._roles = dict(roles)
+        self._limits = limits or HostLimits()
+        self._clock = clock
+        self._observer = observer or NoObserver()
+        self._sessions = Sessions(runtimes, self._observer)
+        self._turns = TurnTaker(database.runs, self._sessions, self._limits, clock, self._observer)
+        self._live: dict[tuple[ThreadId, str], LiveRun] = {}
+        self._by_run: dict[RunId, LiveRun] = {}
+        self._slots = asyncio.Semaphore(self._limits.slots)
+        self._in_use = 0
+        self._role_slots = {
+            name: asyncio.Semaphore(role.max_concurrent_turns if role.concurrent_threads else 1)
+            for name, role in self._roles.items()
+        }
+        self._roles_of: dict[ThreadId, tuple[str, ...]] = {}
+        self._background: list[asyncio.Task[None]] = []
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cursor = self._db.bus.head
+        for thread_id, role in await self._db.runs.conversations_with_news():
+            self.nudge(thread_id, role)
+        self._background = [
+            asyncio.create_task(self._route(cursor), name="rolecall-router"),
+            asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop routing; stop running turns (their news is past the cursor: redone on start);
+        let every session go."""
+        tasks = self._background + [live.driving for live in self._live.values() if live.driving]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for live in list(self._live.values()):
+            await self._sessions.close(live)
+        self._live.clear()
+        self._by_run.clear()
+
+    # --- nudges -----------------------------------------------------------------------------
+
+    def nudge(self, thread_id: ThreadId, role: str) -> None:
+        """Something may be new for `role`'s run in the thread: read it soon."""
+        if role not in self._roles:
+            return  # a role without a manifest here has no run to wake
+        key = (thread_id, role)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = LiveRun(thread_id=thread_id, role=role)
+        live.nudged = True
+        if live.driving is None:
+            live.queued_at = self._clock()
+            live.driving = asyncio.create_task(self._drive(live))
+
+    async def _route(self, cursor: int) -> None:
+        """Turn committed messages into nudges for the thread's other role members."""
+        bus, threads = self._db.bus, self._db.threads
+        while True:
+            await bus.wait_beyond(cursor)
+            try:
+                page = await threads.events_since(cursor)
+                for event in page.events:
+                    if isinstance(event, Message):
+                        for role in await self._roles_in(event.thread_id):
+                            if event.author != Address(f"role:{role}"):
+                                self.nudge(event.thread_id, role)
+                cursor = page.next
+            except Exception:  # keep routing; the events stay past `cursor` and are read again
+                log.exception("routing committed events failed")
+                await asyncio.sleep(1)
+
+    async def _roles_in(self, thread_id: ThreadId) -> tuple[str, ...]:
+        """The thread's role members (membership is permanent, so this is cached)."""
+        found = self._roles_of.get(thread_id)
+        if found is None:
+            thread = await self._db.threads.get(thread_id)
+            found = tuple(
+                address.removeprefix("role:")
+                for address, _state in thread.participants
+                if kind_of(address) is ParticipantKind.ROLE
+            )
+            if len(self._roles_of) >= ROLE_CACHE_LIMIT:
+                self._roles_of.clear()
+            self._roles_of[thread_id] = found
+        return found
+
+    # --- driving a run ----------------------------------------------------------------------
+
+    async def _drive(self, live: LiveRun) -> None:
+        try:
+            while live.nudged:
+                live.nudged = False
+                try:
+                    await self._read_and_turn(live)
+                except Exception:
+                    log.exception("run of role:%s in thread %s failed", live.role, live.thread_id)
+        finally:
+            live.driving = None
+
+    async def _read_and_turn(self, live: LiveRun) -> None:
+        role = self._roles[live.role]
+        async with self._slot(role):
+            runs = self._db.runs
+            if live.run_id is None:
+                run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
+                live.run_id = run.id
+                self._by_run[run.id] = live
+            given = await runs.turn_input(
+                live.run_id, limit=self._limits.read_limit, recent=self._limits.recent
+            )
+            plan = plan_turn(given.page.events, role=role.address, cursor=given.run.cursor)
+            if not plan.wakes:
+                if plan.advance and plan.cursor_to > given.run.cursor:
+                    await runs.advance_cursor(given.run, plan.cursor_to)
+                return
+            if given.page.more:
+                live.nudged = True  # the rest is read for the next turn
+            await self._turns.take(live, role, given, plan)
+            live.queued_at = self._clock()
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, role: Role) -> AsyncIterator[None]:
+        async with self._role_slots[role.name], self._slots:
+            self._in_use += 1
+            self._observer.slots_in_use(self._in_use)
+            try:
+                yield
+            finally:
+                self._in_use -= 1
+                self._observer.slots_in_use(self._in_use)
+
+    # --- idle sleep -------------------------------------------------------------------------
+
+    async def _sweep(self) -> None:
+        shortest = min((r.idle_sleep_after for r in self._roles.values()), default=60.0)
+        every = min(max(shortest / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(every)
+            await self.sleep_idle()
+
+    async def sleep_idle(self) -> int:
+        """Put to sleep every session unused for its role's `idle_sleep_after`; forget idle runs."""
+        now, slept = time.monotonic(), 0
+        for key, live in list(self._live.items()):
+            if live.busy:
+                continue
+            if live.session is not None:
+                if now - live.last_used < self._roles[live.role].idle_sleep_after:
+                    continue
+                await self._sessions.close(live)
+                slept += 1
+            if live.busy or live.session is not None:
+                continue  # nudged while the session was closing
+            del self._live[key]
+            if live.run_id is not None:
+                self._by_run.pop(live.run_id, None)
+        return slept
+
+    # --- control ----------------------------------------------------------------------------
+
+    def is_awake(self, run_id: RunId) -> bool:
+        live = self._by_run.get(run_id)
+        return live is not None and live.session is not None
+
+    def is_running(self, run_id: RunId) -> bool:
+        live = self._by_run.get(run_id)
+        return live is not None and live.attempt is not None
+
+    async def cancel(self, run_id: RunId, *, wait: float = 5.0) -> bool:
+        """Stop the run's running turn at once. False when no turn was running here."""
+        live = self._by_run.get(run_id)
+        if live is None or live.attempt is None:
+            return False
+        live.cancel_requested = True
+        live.attempt.cancel()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await live.turn_ended.wait()
+        return True
+
+    async def start_fresh(self, run_id: RunId) -> Run:
+        """Open a new session in the same conversation (see `StartFreshSession`)."""
+        run = await self._db.runs.get(run_id)
+        if run.kind is not RunKind.CONVERSATION:
+            raise Conflict("only a conversation run can start fresh", code="not_a_conversation")
+        if run.role not in self._roles:
+            raise NotFound(f"no role named {run.role!r} is configured", code="role_not_found")
+        fresh, _note = await self._db.runs.start_fresh(run)
+        live = self._by_run.get(run_id)
+        if live is not None and not live.busy:
+            live.resumable = False  # the old session is done for good
+            await self._sessions.close(live)
+        return fresh

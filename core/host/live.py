@@ -1,0 +1,43 @@
+"""A run as the host holds it while it is awake: its agent session and its scheduling state.
+
+Only awake runs are held in memory. A run whose session has slept is forgotten entirely — its
+cursor, session state and transcript are in the database — and is loaded again on its next
+nudge, so ten thousand idle conversations cost nothing but rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.runs.run import RunId, SessionId
+from core.runtimes.base import AgentSession
+from core.timeline import ThreadId
+
+
+@dataclass(slots=True, eq=False)
+class LiveRun:
+    thread_id: ThreadId
+    role: str
+    run_id: RunId | None = None
+    session: AgentSession | None = None
+    session_id: SessionId | None = None
+    resumable: bool = False
+    """The session's state is stored: once let go, it sleeps (and can be woken)."""
+    last_used: float = 0.0
+    """Monotonic time the session last finished a turn (idle sleep counts from here)."""
+    nudged: bool = False
+    """News arrived since the driver last read: read again when the current turn ends."""
+    queued_at: datetime | None = None
+    driving: asyncio.Task[None] | None = None
+    """The loop that reads and runs turns while nudges keep coming; None when idle."""
+    attempt: asyncio.Task[tuple[list[dict[str, Any]], list[str]]] | None = None
+    """The running attempt at a turn (what `cancel` stops)."""
+    cancel_requested: bool = False
+    turn_ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def busy(self) -> bool:
+        return self.driving is not None

@@ -1,0 +1,72 @@
+"""Agent sessions: started, resumed after sleep, replaced on "start fresh", closed on idle.
+
+A session's state is stored with every turn's end, so putting a session to sleep only has to
+release it; waking resumes it from the stored state (the runtime's `resume`). The counts of
+sessions awake and asleep are kept for metrics: asleep means "opened once, not held here now".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+
+from core.host.live import LiveRun
+from core.host.observer import HostObserver
+from core.roles.role import Role
+from core.runs.run import Run
+from core.runtimes.base import AgentSession, SessionSpec
+from core.runtimes.registry import Runtimes
+
+log = logging.getLogger("rolecall.host")
+
+
+class Sessions:
+    def __init__(self, runtimes: Runtimes, observer: HostObserver, *, asleep: int = 0) -> None:
+        self._runtimes = runtimes
+        self._observer = observer
+        self.awake = 0
+        self.asleep = asleep
+
+    async def for_turn(self, live: LiveRun, role: Role, run: Run) -> AgentSession:
+        """The run's current session, woken or started if it is not held yet."""
+        if live.session is not None and live.session_id == run.session.id:
+            return live.session
+        if live.session is not None:  # a fresh session was started: the old one is done
+            live.resumable = False  # replaced for good
+            await self.close(live)
+        spec = SessionSpec(
+            run_id=run.id,
+            session_id=run.session.id,
+            role=role.name,
+            display_name=role.display_name,
+            instructions=role.instructions,
+            options=role.runtime.model_dump(),
+        )
+        runtime = self._runtimes.for_role(role)
+        state: Mapping[str, object] | None = run.session.state
+        if state is None:
+            session = await runtime.start(spec)
+        else:
+            session = await runtime.resume(spec, state)
+            self.asleep = max(self.asleep - 1, 0)
+        live.session, live.session_id = session, run.session.id
+        live.resumable = state is not None
+        self.awake += 1
+        self._report()
+        return session
+
+    async def close(self, live: LiveRun) -> None:
+        """Let go of the run's session. If its state is stored it sleeps and can be woken."""
+        session, live.session, live.session_id = live.session, None, None
+        if session is None:
+            return
+        self.awake -= 1
+        if live.resumable:
+            self.asleep += 1
+        self._report()
+        with contextlib.suppress(Exception):
+            await session.close()
+
+    def _report(self) -> None:
+        self._observer.sessions(awake=self.awake, asleep=self.asleep)

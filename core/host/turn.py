@@ -1,0 +1,248 @@
+"""One turn of a conversation run: prompt the session, collect what it does, commit the end.
+
+An attempt runs in a task of its own (what `cancel` stops) under the role's `turn_timeout`. A
+failed attempt — the runtime raised, or time ran out — closes the session (the next attempt
+resumes it from its stored state) and is retried after a backoff that doubles, up to
+`HostLimits.attempts` in all. Then the driver's end-of-turn rule decides what the people see,
+and the end commits in one transaction with the run's cursor and the turn's record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core.errors import Conflict
+from core.host.live import LiveRun
+from core.host.observer import HostObserver
+from core.host.sessions import Sessions
+from core.participants import Address
+from core.roles.role import Role
+from core.runs.conversation import (
+    TurnPlan,
+    cancel_notice,
+    end_of_turn,
+    failure_notice,
+    pending_for,
+    prompt_for,
+)
+from core.runs.run import TurnCause, TurnOutcome
+from core.runtimes.base import AgentSession, Prompt, PromptEvent, Reply, Step, ToolCall
+from core.storage.rows import to_micros
+from core.storage.run_reads import TurnInput
+from core.storage.sql_runs import SqlRunRepository, TurnRecord
+from core.timeline import ThreadId
+
+log = logging.getLogger("rolecall.host")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostLimits:
+    slots: int = 64
+    """Turns running at once across all roles."""
+    attempts: int = 3
+    """Tries at a turn before the run is marked failed."""
+    backoff: float = 0.5
+    """Seconds before the second attempt; doubles for each one after."""
+    read_limit: int = 200
+    """Events one turn reads past the cursor; the rest come with the next turn."""
+    recent: int = 20
+    """Events a session's opening prompt carries."""
+
+
+class _Tools:
+    """The host's tools for one turn."""
+
+    def __init__(
+        self, runs: SqlRunRepository, thread_id: ThreadId, role: Address, after: int
+    ) -> None:
+        self._runs, self._thread_id, self._role, self._after = runs, thread_id, role, after
+
+    async def peek_pending(self) -> Sequence[PromptEvent]:
+        page = await self._runs.pending(self._thread_id, self._role, after=self._after, limit=200)
+        return pending_for(page.events, role=self._role)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, TimeoutError):
+        return "the turn took longer than the role's turn_timeout"
+    text = str(error) or error.__class__.__name__
+    return f"{error.__class__.__name__}: {text}"[:2000]
+
+
+class TurnTaker:
+    def __init__(
+        self,
+        runs: SqlRunRepository,
+        sessions: Sessions,
+        limits: HostLimits,
+        clock: Callable[[], datetime],
+        observer: HostObserver,
+    ) -> None:
+        self._runs = runs
+        self._sessions = sessions
+        self._limits = limits
+        self._clock = clock
+        self._observer = observer
+
+    async def take(self, live: LiveRun, role: Role, given: TurnInput, plan: TurnPlan) -> None:
+        run = given.run
+        assert run.thread_id is not None
+        prompt = prompt_for(
+            plan,
+            role=role.name,
+            instructions=role.instructions,
+            more=given.page.more,
+            opening=not run.session.opened,
+            recent=given.recent.events if given.recent else (),
+        )
+        tools = _Tools(self._runs, run.thread_id, run.role_address, plan.cursor_to)
+        started_at = self._clock()
+        queued_at = live.queued_at or started_at
+        self._observer.turn_started(role.name)
+        self._observer.queue_wait(role.name, max((started_at - queued_at).total_seconds(), 0))
+        live.cancel_requested = False
+        live.turn_ended.clear()
+        try:
+            await self._take(live, role, given, plan, prompt, tools, started_at, queued_at)
+        finally:
+            live.turn_ended.set()
+
+    async def _take(
+        self,
+        live: LiveRun,
+        role: Role,
+        given: TurnInput,
+        plan: TurnPlan,
+        prompt: Prompt,
+        tools: _Tools,
+        started_at: datetime,
+        queued_at: datetime,
+    ) -> None:
+        run = given.run
+        attempts: list[dict[str, Any]] = []
+        steps: list[dict[str, Any]] = []
+        replies: list[str] = []
+        error: str | None = None
+        cancelled = False
+        session: AgentSession | None = None
+        for number in range(self._limits.attempts):
+            if number:
+                await asyncio.sleep(self._limits.backoff * 2 ** (number - 1))
+            began = self._clock()
+            try:
+                session = await self._sessions.for_turn(live, role, run)
+                steps, replies = await self._attempt(live, session, prompt, tools, role)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not live.cancel_requested or (task is not None and task.cancelling()):
+                    raise  # the host is stopping: the turn is redone after restart
+                attempts.append(self._attempt_record(began, "cancelled by an operator"))
+                cancelled = True
+                if session is not None:
+                    with contextlib.suppress(Exception):
+                        await session.cancel()
+                await self._sessions.close(live)
+                break
+            except Exception as failure:  # any runtime failure is this turn's failure
+                error = _describe(failure)
+                log.warning("run %s: attempt %d failed: %s", run.id, number + 1, error)
+                attempts.append(self._attempt_record(began, error))
+                self._observer.attempt_failed(role.name)
+                await self._sessions.close(live)
+                continue
+            attempts.append(self._attempt_record(began, None))
+            error = None
+            break
+
+        state = None
+        messages: Sequence[str] = ()
+        if cancelled:
+            outcome = TurnOutcome.CANCELLED
+            notice = cancel_notice(role.display_name) if plan.cause is TurnCause.MESSAGE else None
+        elif error is not None:
+            outcome, notice = TurnOutcome.FAILED, failure_notice(role.display_name)
+        else:
+            end = end_of_turn(plan.cause, replies, display_name=role.display_name)
+            outcome, notice, messages = end.outcome, end.notice, end.messages
+            state = session.snapshot() if session is not None else None
+        finished_at = self._clock()
+        record = TurnRecord(
+            session_id=run.session.id,
+            cause=plan.cause,
+            outcome=outcome,
+            queued_at=to_micros(queued_at),
+            started_at=to_micros(started_at),
+            finished_at=to_micros(finished_at),
+            prompt=prompt.to_json(),
+            steps=steps,
+            attempts=attempts,
+            error=error,
+        )
+        try:
+            await self._runs.finish_turn(
+                run,
+                cursor_to=plan.cursor_to,
+                messages=messages,
+                notice=notice,
+                record=record,
+                session_state=state,
+                failed=error is not None,
+            )
+            if state is not None:
+                live.resumable = True
+        except Conflict:
+            log.warning("run %s moved on while its turn ran; the turn's end was dropped", run.id)
+            outcome = TurnOutcome.SUPERSEDED
+            await self._sessions.close(live)
+        live.last_used = time.monotonic()
+        seconds = (finished_at - started_at).total_seconds()
+        self._observer.turn_finished(role.name, outcome.value, seconds)
+
+    async def _attempt(
+        self, live: LiveRun, session: AgentSession, prompt: Prompt, tools: _Tools, role: Role
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        live.attempt = asyncio.create_task(_collect(session, prompt, tools))
+        try:
+            async with asyncio.timeout(role.turn_timeout):
+                return await live.attempt
+        finally:
+            live.attempt = None
+
+    def _attempt_record(self, began: datetime, error: str | None) -> dict[str, Any]:
+        return {
+            "started_at": to_micros(began),
+            "finished_at": to_micros(self._clock()),
+            "error": error,
+        }
+
+
+async def _collect(
+    session: AgentSession, prompt: Prompt, tools: _Tools
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Everything the agent does in one attempt: the transcript's steps and its replies."""
+    steps: list[dict[str, Any]] = []
+    replies: list[str] = []
+    async for update in session.prompt(prompt, tools):
+        if isinstance(update, Reply):
+            replies.append(update.text)
+            steps.append({"kind": "reply", "text": update.text})
+        elif isinstance(update, Step):
+            steps.append({"kind": update.kind, "text": update.text})
+        elif isinstance(update, ToolCall):
+            steps.append(
+                {
+                    "kind": "tool_call",
+                    "name": update.name,
+                    "arguments": dict(update.arguments),
+                    "result": update.result,
+                    "error": update.error,
+                }
+            )
+    return steps, replies

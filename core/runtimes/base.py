@@ -1,0 +1,178 @@
+"""The runtime interface: what the run host asks of whatever backs a role.
+
+    runtime = runtimes.for_role(role)              # one per role
+    session = await runtime.start(spec)            # a new session (its first turn is the opening)
+    session = await runtime.resume(spec, state)    # wake a session that was put to sleep
+    async for update in session.prompt(prompt, tools):
+        ...                                        # Reply, Step, ToolCall — as they happen
+    state = session.snapshot()                     # what resuming needs; stored after every turn
+    await session.cancel()                         # stop the running turn at once
+    await session.close()                          # release everything (idle sleep, shutdown)
+
+Built-in Python agents implement it now; ACP agent processes, remote A2A agents and
+OpenAI-compatible models implement the same interface. An agent sees "the conversation" —
+events with their `seq`, authors and text — never storage ids it must carry around.
+
+A runtime signals a failed turn by raising (any exception): the host retries it with backoff,
+then marks the run failed. `AgentError` is the named one for failures the agent itself reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from core.timeline import AnyEvent, EventId, Message, Retraction, StateChange, SystemNote, rfc3339
+
+
+class AgentError(Exception):
+    """The agent could not do its turn (the message goes to the transcript, not to people)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptEvent:
+    """An event as an agent is told it: plain values, JSON-ready."""
+
+    kind: str
+    seq: int
+    at: datetime
+    author: str | None = None
+    text: str | None = None
+    retracted: bool = False
+    participant: str | None = None
+    state: str | None = None
+    target_seq: int | None = None
+
+    @classmethod
+    def of(cls, event: AnyEvent, *, seq_of: Mapping[EventId, int] | None = None) -> PromptEvent:
+        kind, seq, at = event.kind.value, event.seq, event.at
+        if isinstance(event, Message):
+            return cls(
+                kind=kind,
+                seq=seq,
+                at=at,
+                author=event.author,
+                text=event.text,
+                retracted=event.retracted,
+            )
+        if isinstance(event, StateChange):
+            return cls(
+                kind=kind,
+                seq=seq,
+                at=at,
+                participant=event.participant,
+                state=event.to_state.value,
+            )
+        if isinstance(event, Retraction):
+            target = (seq_of or {}).get(event.target)
+            return cls(
+                kind=kind, seq=seq, at=at, author=event.author, text=event.reason, target_seq=target
+            )
+        assert isinstance(event, SystemNote)
+        return cls(kind=kind, seq=seq, at=at, text=event.text)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "seq": self.seq, "at": rfc3339(self.at)}
+        for name in ("author", "text", "participant", "state", "target_seq"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.retracted:
+            out["retracted"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """What one turn is told."""
+
+    role: str
+    instructions: str
+    news: Sequence[PromptEvent]
+    """Everything new since the run last looked, in order."""
+    pending: int
+    """How many of `news` are people's messages waiting for an answer."""
+    more: bool = False
+    """More news lies beyond this turn's read; it comes in the next turn."""
+    opening: bool = False
+    """The first turn of a session: `recent` carries the conversation so far (bounded)."""
+    recent: Sequence[PromptEvent] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "news": [e.to_json() for e in self.news],
+            "pending": self.pending,
+            "more": self.more,
+            "opening": self.opening,
+        }
+        if self.opening:
+            out["recent"] = [e.to_json() for e in self.recent]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSpec:
+    """What a runtime knows when it starts or resumes a session."""
+
+    run_id: str
+    session_id: str
+    role: str
+    display_name: str
+    instructions: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The role's `runtime` section of the manifest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole message the agent says to the conversation."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Something the agent did or streamed that is not a message (for the transcript)."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, Any]
+    result: Any = None
+    error: str | None = None
+
+
+Update = Reply | Step | ToolCall
+
+
+class TurnTools(Protocol):
+    """What the host offers an agent during a turn (the tools issue adds memory, tasks, …)."""
+
+    async def peek_pending(self) -> Sequence[PromptEvent]:
+        """Messages that arrived during this turn, without consuming them."""
+        ...
+
+
+class AgentSession(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def prompt(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]: ...
+
+    async def cancel(self) -> None: ...
+
+    def snapshot(self) -> Mapping[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+class Runtime(Protocol):
+    async def start(self, spec: SessionSpec) -> AgentSession: ...
+
+    async def resume(self, spec: SessionSpec, state: Mapping[str, Any]) -> AgentSession: ...

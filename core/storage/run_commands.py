@@ -1,0 +1,234 @@
+"""The writes of runs, as commands for the group-commit writer.
+
+Every run write takes its thread's lock (it names the thread), so a turn's replies, the run's
+cursor, its session state and the turn's record commit together, in order with the thread's
+other writes: a crash either loses the whole end of a turn (it is redone) or none of it — a
+reply is never doubled. A turn's end is only taken if the run's cursor is still where the turn
+started (`expected_cursor`); otherwise someone else moved the run on and the turn is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, update
+
+from core.errors import Conflict, NotAllowed
+from core.membership import ParticipantState
+from core.participants import Address
+from core.runs.conversation import FRESH_SESSION_NOTICE
+from core.runs.run import Run, RunId, RunKind, RunStatus, TurnCause, TurnOutcome
+from core.storage import schema
+from core.storage.ids import new_id
+from core.storage.run_reads import conversation_run, run
+from core.storage.writer import Batch
+from core.timeline import AnyEvent, Message, SystemNote, ThreadId
+
+_r, _s, _turns, _t = schema.runs, schema.run_sessions, schema.turns, schema.threads
+
+
+@dataclass(frozen=True, slots=True)
+class _OnThread:
+    thread_id: ThreadId
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]:
+        return (self.thread_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class EnsureConversationRun(_OnThread):
+    """The conversation run of `role` in the thread, created (with its first session) if absent."""
+
+    role: str
+
+    def apply(self, batch: Batch) -> Callable[[], tuple[Run, bool]]:
+        found = conversation_run(batch.connection, self.thread_id, self.role)
+        if found is not None:
+            return lambda: (found, False)
+        thread = batch.thread(self.thread_id)
+        if Address(f"role:{self.role}") not in thread.states:
+            raise NotAllowed(
+                f"role:{self.role} is not a member of this thread", code="not_a_member"
+            )
+        run_id, session_id = new_id(), new_id()
+        batch.connection.execute(
+            insert(_r).values(
+                id=run_id,
+                kind=RunKind.CONVERSATION.value,
+                role=self.role,
+                thread_id=self.thread_id,
+                cursor=0,
+                status=RunStatus.READY.value,
+                failures=0,
+                session_id=session_id,
+                last_turn=0,
+                created_at=batch.now,
+                updated_at=batch.now,
+            )
+        )
+        batch.connection.execute(
+            insert(_s).values(id=session_id, run_id=run_id, number=1, opened_at=batch.now)
+        )
+        created = run(batch.connection, run_id)
+        return lambda: (created, True)
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceCursor(_OnThread):
+    """Move the cursor over what needs no turn (the run's own messages, system notes)."""
+
+    run_id: RunId
+    expected_cursor: int
+    to: int
+
+    def apply(self, batch: Batch) -> Callable[[], bool]:
+        moved = batch.connection.execute(
+            update(_r)
+            .where(_r.c.id == self.run_id, _r.c.cursor == self.expected_cursor)
+            .values(cursor=self.to, updated_at=batch.now)
+        ).rowcount
+        return lambda: moved == 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRecord:
+    """The transcript of a turn, as the host observed it (times in microseconds)."""
+
+    session_id: str
+    cause: TurnCause
+    outcome: TurnOutcome
+    queued_at: int
+    started_at: int
+    finished_at: int
+    prompt: Mapping[str, Any]
+    steps: Sequence[Mapping[str, Any]]
+    attempts: Sequence[Mapping[str, Any]]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnd:
+    """What a finished turn commits."""
+
+    replies: Sequence[AnyEvent]
+    cursor: int
+    turn_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTurn(_OnThread):
+    """Commit the end of a turn: the role's messages (or a system notice), the run's cursor,
+    status and session state, and the turn's record — all or nothing."""
+
+    run_id: RunId
+    role: str
+    expected_cursor: int
+    cursor_to: int
+    messages: Sequence[str]
+    notice: str | None
+    record: TurnRecord
+    session_state: Mapping[str, Any] | None
+    failed: bool = False
+
+    def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
+        current = run(batch.connection, self.run_id)
+        if current.cursor != self.expected_cursor:
+            raise Conflict(
+                "the run moved on while this turn ran; its end was dropped", code="superseded"
+            )
+        thread = batch.thread(self.thread_id)
+        role = Address(f"role:{self.role}")
+        caught_up = thread.last_seq == self.cursor_to
+        indexes: list[int] = []
+        error = self.record.error
+        if thread.states.get(role) is ParticipantState.ACTIVE:
+            for text in self.messages:
+                indexes.append(batch.stage(thread, Message, author=role, text=text, context=None))
+            if self.notice is not None:
+                indexes.append(batch.stage(thread, SystemNote, text=self.notice))
+        elif self.messages or self.notice:
+            error = (error + "; " if error else "") + f"{role} was removed; nothing was posted"
+        # Only what the run has looked at, plus what it said itself, lies behind the cursor.
+        cursor = thread.last_seq if caught_up else self.cursor_to
+        number = current.turns + 1
+        batch.connection.execute(
+            update(_r)
+            .where(_r.c.id == self.run_id)
+            .values(
+                cursor=cursor,
+                status=(RunStatus.FAILED if self.failed else RunStatus.READY).value,
+                failures=current.failures + 1 if self.failed else 0,
+                last_error=self.record.error if self.failed else current.last_error,
+                last_turn=number,
+                updated_at=batch.now,
+            )
+        )
+        if self.session_state is not None:
+            batch.connection.execute(
+                update(_s)
+                .where(_s.c.id == self.record.session_id)
+                .values(state=dict(self.session_state))
+            )
+        record = self.record
+
+        def write_turn() -> None:
+            batch.connection.execute(
+                insert(_turns).values(
+                    id=new_id(),
+                    run_id=self.run_id,
+                    number=number,
+                    session_id=record.session_id,
+                    cause=record.cause.value,
+                    outcome=record.outcome.value,
+                    cursor_from=self.expected_cursor,
+                    cursor_to=self.cursor_to,
+                    queued_at=record.queued_at,
+                    started_at=record.started_at,
+                    finished_at=record.finished_at,
+                    prompt=dict(record.prompt),
+                    steps=[dict(s) for s in record.steps],
+                    replies=[batch.committed[i].id for i in indexes],
+                    attempts=[dict(a) for a in record.attempts],
+                    error=error,
+                )
+            )
+
+        batch.after_flush.append(write_turn)
+        return lambda: TurnEnd(
+            replies=[batch.committed[i] for i in indexes], cursor=cursor, turn_number=number
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StartFreshSession(_OnThread):
+    """Open the run's next session; archive what was said before it (a system note marks where).
+    The new session's first turn is its opening turn."""
+
+    run_id: RunId
+
+    def apply(self, batch: Batch) -> Callable[[], tuple[Run, AnyEvent]]:
+        current = run(batch.connection, self.run_id)
+        thread = batch.thread(self.thread_id)
+        session_id = new_id()
+        batch.connection.execute(
+            insert(_s).values(
+                id=session_id,
+                run_id=self.run_id,
+                number=current.session.number + 1,
+                opened_at=batch.now,
+            )
+        )
+        index = batch.stage(thread, SystemNote, text=FRESH_SESSION_NOTICE)
+        batch.connection.execute(
+            update(_t).where(_t.c.id == self.thread_id).values(archive_before=thread.last_seq)
+        )
+        batch.connection.execute(
+            update(_r)
+            .where(_r.c.id == self.run_id)
+            .values(session_id=session_id, updated_at=batch.now)
+        )
+        fresh = run(batch.connection, self.run_id)
+        return lambda: (fresh, batch.committed[index])

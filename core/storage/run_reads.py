@@ -1,0 +1,170 @@
+"""Reads of runs, their sessions and turns, as synchronous functions over one connection.
+
+`turn_input` is the conversation driver's one read per turn: the run as it stands and what its
+role may see past the cursor (and, for a session's opening turn, the recent conversation), all in
+one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, literal, or_, select
+
+from core.errors import NotFound
+from core.participants import Address
+from core.runs.run import (
+    Attempt,
+    Run,
+    RunId,
+    RunKind,
+    RunStatus,
+    Session,
+    SessionId,
+    Turn,
+    TurnCause,
+    TurnOutcome,
+)
+from core.storage import reads, schema
+from core.storage.repository import TimelinePage
+from core.storage.rows import from_micros
+from core.timeline import EventId, ThreadId
+
+_r, _s, _turns = schema.runs, schema.run_sessions, schema.turns
+_t, _p = schema.threads, schema.thread_participants
+
+_RUN = select(_r, _s.c.number, _s.c.opened_at, _s.c.state).join(_s, _s.c.id == _r.c.session_id)
+
+
+def run_from_row(row: Any) -> Run:
+    return Run(
+        id=RunId(row.id),
+        kind=RunKind(row.kind),
+        role=row.role,
+        thread_id=ThreadId(row.thread_id) if row.thread_id else None,
+        task_id=row.task_id,
+        cursor=row.cursor,
+        status=RunStatus(row.status),
+        failures=row.failures,
+        last_error=row.last_error,
+        session=Session(
+            id=SessionId(row.session_id),
+            number=row.number,
+            opened_at=from_micros(row.opened_at),
+            state=row.state,
+        ),
+        turns=row.last_turn,
+        created_at=from_micros(row.created_at),
+        updated_at=from_micros(row.updated_at),
+    )
+
+
+def run(conn: Connection, run_id: str) -> Run:
+    row = conn.execute(_RUN.where(_r.c.id == run_id)).first()
+    if row is None:
+        raise NotFound(f"no run with id {run_id!r}", code="run_not_found")
+    return run_from_row(row)
+
+
+def conversation_run(conn: Connection, thread_id: ThreadId, role: str) -> Run | None:
+    row = conn.execute(_RUN.where(_r.c.thread_id == thread_id, _r.c.role == role)).first()
+    return run_from_row(row) if row else None
+
+
+def runs_of_thread(conn: Connection, thread_id: ThreadId) -> list[Run]:
+    reads.thread(conn, thread_id)  # NotFound for an unknown thread
+    rows = conn.execute(_RUN.where(_r.c.thread_id == thread_id).order_by(_r.c.role)).all()
+    return [run_from_row(row) for row in rows]
+
+
+def runs_of_role(conn: Connection, role: str, after: str | None, limit: int) -> list[Run]:
+    query = _RUN.where(_r.c.role == role)
+    if after is not None:
+        query = query.where(_r.c.id > after)
+    return [run_from_row(row) for row in conn.execute(query.order_by(_r.c.id).limit(limit))]
+
+
+def turn_from_row(row: Any) -> Turn:
+    return Turn(
+        id=row.id,
+        run_id=RunId(row.run_id),
+        number=row.number,
+        session_id=SessionId(row.session_id),
+        cause=TurnCause(row.cause),
+        outcome=TurnOutcome(row.outcome),
+        cursor_from=row.cursor_from,
+        cursor_to=row.cursor_to,
+        queued_at=from_micros(row.queued_at),
+        started_at=from_micros(row.started_at),
+        finished_at=from_micros(row.finished_at),
+        prompt=row.prompt,
+        steps=row.steps,
+        replies=[EventId(i) for i in row.replies],
+        attempts=[
+            Attempt(
+                started_at=from_micros(a["started_at"]),
+                finished_at=from_micros(a["finished_at"]),
+                error=a.get("error"),
+            )
+            for a in row.attempts
+        ],
+        error=row.error,
+    )
+
+
+def turns(conn: Connection, run_id: str, after: int, limit: int) -> list[Turn]:
+    run(conn, run_id)  # NotFound for an unknown run
+    query = (
+        select(_turns)
+        .where(_turns.c.run_id == run_id, _turns.c.number > after)
+        .order_by(_turns.c.number)
+        .limit(limit)
+    )
+    return [turn_from_row(row) for row in conn.execute(query)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInput:
+    run: Run
+    page: TimelinePage
+    """What the role may see past the run's cursor."""
+    recent: TimelinePage | None
+    """For a session's opening turn: the conversation up to the cursor (newest `recent`)."""
+
+
+def turn_input(conn: Connection, run_id: RunId, limit: int, recent: int) -> TurnInput:
+    current = run(conn, run_id)
+    assert current.thread_id is not None, "only conversation runs read a thread"
+    role = current.role_address
+    page = reads.forward(conn, current.thread_id, role, current.cursor, limit)
+    opening = None
+    if not current.session.opened and current.cursor > 0:
+        opening = reads.backward(conn, current.thread_id, role, current.cursor + 1, recent)
+    return TurnInput(run=current, page=page, recent=opening)
+
+
+def pending(
+    conn: Connection, thread_id: ThreadId, role: Address, after: int, limit: int
+) -> TimelinePage:
+    return reads.forward(conn, thread_id, role, after, limit)
+
+
+def conversations_with_news(conn: Connection) -> Sequence[tuple[ThreadId, str]]:
+    """(thread, role) of every active role member whose run has not looked at the thread's
+    latest event — or that has no run yet although something was said. Read once on start."""
+    role_address = literal("role:") + _r.c.role
+    query = (
+        select(_p.c.thread_id, _p.c.address)
+        .join(_t, _t.c.id == _p.c.thread_id)
+        .outerjoin(_r, and_(_r.c.thread_id == _p.c.thread_id, role_address == _p.c.address))
+        .where(
+            _p.c.address.startswith("role:"),
+            _p.c.state == "active",
+            _t.c.last_seq > 0,
+            or_(_r.c.cursor.is_(None), _t.c.last_seq > _r.c.cursor),
+        )
+    )
+    rows = conn.execute(query)
+    return [(ThreadId(row.thread_id), row.address.removeprefix("role:")) for row in rows]

@@ -1,0 +1,106 @@
+"""The run repository on SQL: runs, their sessions and turns (see `core.runs`).
+
+Writes are commands for the same group-commit writer as the timeline (`run_commands`), so the
+end of a turn commits with the replies it posts; reads are functions over one snapshot
+(`run_reads`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.participants import Address
+from core.runs.run import Run, RunId, Turn
+from core.storage import run_reads
+from core.storage.repository import DEFAULT_PAGE, TimelinePage
+from core.storage.run_commands import (
+    AdvanceCursor,
+    EnsureConversationRun,
+    FinishTurn,
+    StartFreshSession,
+    TurnEnd,
+    TurnRecord,
+)
+from core.storage.run_reads import TurnInput
+from core.storage.transact import Transactor
+from core.storage.writer import Writer
+from core.timeline import AnyEvent, ThreadId
+
+__all__ = ["SqlRunRepository", "TurnEnd", "TurnInput", "TurnRecord"]
+
+
+class SqlRunRepository:
+    def __init__(self, reads: Transactor, writer: Writer) -> None:
+        self._reads = reads
+        self._writer = writer
+
+    # --- writes -----------------------------------------------------------------------------
+
+    async def ensure_conversation_run(self, thread_id: ThreadId, role: str) -> tuple[Run, bool]:
+        """The run of `role` in the thread, and whether this call created it."""
+        return await self._writer.run(EnsureConversationRun(thread_id, role))
+
+    async def advance_cursor(self, run: Run, to: int) -> bool:
+        assert run.thread_id is not None
+        return await self._writer.run(AdvanceCursor(run.thread_id, run.id, run.cursor, to))
+
+    async def finish_turn(
+        self,
+        run: Run,
+        *,
+        cursor_to: int,
+        messages: Sequence[str],
+        notice: str | None,
+        record: TurnRecord,
+        session_state: Mapping[str, Any] | None,
+        failed: bool = False,
+    ) -> TurnEnd:
+        assert run.thread_id is not None
+        return await self._writer.run(
+            FinishTurn(
+                run.thread_id,
+                run.id,
+                run.role,
+                run.cursor,
+                cursor_to,
+                messages,
+                notice,
+                record,
+                session_state,
+                failed,
+            )
+        )
+
+    async def start_fresh(self, run: Run) -> tuple[Run, AnyEvent]:
+        assert run.thread_id is not None
+        return await self._writer.run(StartFreshSession(run.thread_id, run.id))
+
+    # --- reads ------------------------------------------------------------------------------
+
+    async def get(self, run_id: str) -> Run:
+        return await self._reads.transact(lambda c: run_reads.run(c, run_id))
+
+    async def of_thread(self, thread_id: ThreadId) -> list[Run]:
+        return await self._reads.transact(lambda c: run_reads.runs_of_thread(c, thread_id))
+
+    async def of_role(
+        self, role: str, *, after: str | None = None, limit: int = DEFAULT_PAGE
+    ) -> list[Run]:
+        return await self._reads.transact(lambda c: run_reads.runs_of_role(c, role, after, limit))
+
+    async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
+        return await self._reads.transact(lambda c: run_reads.turns(c, run_id, after, limit))
+
+    async def turn_input(self, run_id: RunId, *, limit: int, recent: int) -> TurnInput:
+        return await self._reads.transact(lambda c: run_reads.turn_input(c, run_id, limit, recent))
+
+    async def pending(
+        self, thread_id: ThreadId, role: Address, *, after: int, limit: int
+    ) -> TimelinePage:
+        return await self._reads.transact(
+            lambda c: run_reads.pending(c, thread_id, role, after, limit)
+        )
+
+    async def conversations_with_news(self) -> Sequence[tuple[ThreadId, str]]:
+        return await self._reads.transact(run_reads.conversations_with_news)

@@ -1,0 +1,152 @@
+"""Runs, their turns (transcripts) and control over HTTP.
+
+GET  /api/v1/runs?thread=ID                  the runs of a thread
+GET  /api/v1/runs?role=NAME[&after=ID&limit=N]  the runs of a role, oldest first
+GET  /api/v1/runs/{id}                       one run: cursor, status, session, awake, running
+GET  /api/v1/runs/{id}/turns[?after=N&limit=N]  its finished turns, oldest first
+POST /api/v1/runs/{id}/cancel                stop the running turn at once (409 when none runs)
+POST /api/v1/runs/{id}/sessions              start fresh: open a new session (201)
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import Conflict, InvalidInput
+from core.runs.run import Run, RunId, Turn
+from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
+from core.timeline import ThreadId, rfc3339
+from gateway.api import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
+
+routes = web.RouteTableDef()
+
+
+def run_json(run: Run, request: web.Request) -> dict[str, Any]:
+    host = request.app[HOST_KEY]
+    return {
+        "id": run.id,
+        "kind": run.kind.value,
+        "role": run.role,
+        "thread_id": run.thread_id,
+        "task_id": run.task_id,
+        "cursor": run.cursor,
+        "status": run.status.value,
+        "failures": run.failures,
+        "last_error": run.last_error,
+        "turns": run.turns,
+        "session": {
+            "id": run.session.id,
+            "number": run.session.number,
+            "opened_at": rfc3339(run.session.opened_at),
+            "opened": run.session.opened,
+            "awake": host.is_awake(run.id),
+        },
+        "running": host.is_running(run.id),
+        "created_at": rfc3339(run.created_at),
+        "updated_at": rfc3339(run.updated_at),
+    }
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "run_id": turn.run_id,
+        "number": turn.number,
+        "session_id": turn.session_id,
+        "cause": turn.cause.value,
+        "outcome": turn.outcome.value,
+        "cursor_from": turn.cursor_from,
+        "cursor_to": turn.cursor_to,
+        "queued_at": rfc3339(turn.queued_at),
+        "started_at": rfc3339(turn.started_at),
+        "finished_at": rfc3339(turn.finished_at),
+        "queue_wait_ms": _ms(turn.started_at - turn.queued_at),
+        "duration_ms": _ms(turn.finished_at - turn.started_at),
+        "prompt": turn.prompt,
+        "steps": list(turn.steps),
+        "replies": list(turn.replies),
+        "attempts": [
+            {
+                "started_at": rfc3339(a.started_at),
+                "finished_at": rfc3339(a.finished_at),
+                "error": a.error,
+            }
+            for a in turn.attempts
+        ],
+        "error": turn.error,
+    }
+
+
+def _ms(delta: timedelta) -> float:
+    return round(max(delta.total_seconds(), 0) * 1000, 3)
+
+
+def _run_id(request: web.Request) -> RunId:
+    return RunId(request.match_info["id"])
+
+
+@routes.get("/api/v1/runs")
+async def list_runs(request: web.Request) -> web.Response:
+    params = read_query(request, ["thread", "role", "after", "limit"])
+    runs = request.app[DATABASE_KEY].runs
+    if ("thread" in params) == ("role" in params):
+        raise InvalidInput(
+            "give exactly one of the query parameters 'thread' (a thread id) or 'role' (a name)",
+            code="missing_parameter",
+        )
+    if "thread" in params:
+        if "after" in params or "limit" in params:
+            raise InvalidInput(
+                "'after' and 'limit' page the runs of a role; a thread has one run per role",
+                code="conflicting_parameters",
+            )
+        found = await runs.of_thread(ThreadId(params["thread"]))
+        return web.json_response({"runs": [run_json(r, request) for r in found], "next": None})
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    found = await runs.of_role(params["role"], after=params.get("after"), limit=limit + 1)
+    page = found[:limit]
+    return web.json_response(
+        {
+            "runs": [run_json(r, request) for r in page],
+            "next": page[-1].id if len(found) > limit else None,
+        }
+    )
+
+
+@routes.get("/api/v1/runs/{id}")
+async def show_run(request: web.Request) -> web.Response:
+    run = await request.app[DATABASE_KEY].runs.get(_run_id(request))
+    return web.json_response(run_json(run, request))
+
+
+@routes.get("/api/v1/runs/{id}/turns")
+async def list_turns(request: web.Request) -> web.Response:
+    params = read_query(request, ["after", "limit"])
+    after = query_int(params, "after", default=0, low=0)
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    turns = await request.app[DATABASE_KEY].runs.turns(_run_id(request), after=after, limit=limit)
+    return web.json_response(
+        {"turns": [turn_json(t) for t in turns], "next": turns[-1].number if turns else after}
+    )
+
+
+@routes.post("/api/v1/runs/{id}/cancel")
+async def cancel_turn(request: web.Request) -> web.Response:
+    await read_object(request, required=[], empty_ok=True)
+    run_id = _run_id(request)
+    database, host = request.app[DATABASE_KEY], request.app[HOST_KEY]
+    await database.runs.get(run_id)  # 404 for an unknown run
+    if not await host.cancel(run_id):
+        raise Conflict("this run has no turn running", code="no_turn_running")
+    run = await database.runs.get(run_id)
+    return web.json_response({"cancelled": True, "run": run_json(run, request)})
+
+
+@routes.post("/api/v1/runs/{id}/sessions")
+async def start_fresh(request: web.Request) -> web.Response:
+    await read_object(request, required=[], empty_ok=True)
+    run = await request.app[HOST_KEY].start_fresh(_run_id(request))
+    return web.json_response(run_json(run, request), status=201)
