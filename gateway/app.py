@@ -5,7 +5,7 @@ and opens the database (closed again on cleanup), and serves:
 
     GET /healthz    open; `{"status": "ok"}` once the database answers
     GET /metrics    open; Prometheus text format
-    /api/v1/…       the HTTP API (threads, roles, runs); `Authorization: Bearer <operator token>`
+    /api/v1/…       the HTTP API (threads, events, roles, runs); operator bearer token
 
 After the database, the run host starts (`core.host`): it nudges runs with news left from before
 a restart, then answers every committed person message in a thread with a role. On cleanup it
@@ -44,6 +44,7 @@ from core.runtimes.registry import Runtimes
 from core.storage import open_database
 from core.storage.database import upgrade_schema
 from gateway.api import DATABASE_KEY, HOST_KEY
+from gateway.api import events as event_routes
 from gateway.api import runs as run_routes
 from gateway.api import threads as thread_routes
 from gateway.errors import ApiError, translate
@@ -98,6 +99,7 @@ def build_app(
     app.add_routes(thread_routes.routes)
     app.add_routes(role_routes)
     app.add_routes(run_routes.routes)
+    app.add_routes(event_routes.routes)
     return app
 
 
