@@ -1,0 +1,48 @@
+"""Fixtures of the run host's tests (the helpers are in `tests/host/scene.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from core.host import HostLimits, RunHost
+from core.roles import Role
+from core.runtimes.builtin import AGENTS, BuiltinAgent
+from core.runtimes.registry import Runtimes
+from core.storage.database import open_database
+from tests.host.scene import FAST, Scene
+
+
+@pytest.fixture
+def make_scene(
+    database_url: str,
+) -> Callable[..., Any]:
+    """`async with make_scene(roles, agents=…, limits=…) as scene:` — host started and stopped."""
+
+    @asynccontextmanager
+    async def scene(
+        roles: list[Role],
+        *,
+        agents: Mapping[str, type[BuiltinAgent]] | None = None,
+        limits: HostLimits = FAST,
+        start: bool = True,
+    ) -> AsyncIterator[Scene]:
+        database = await open_database(database_url)
+        host = RunHost(
+            database,
+            {r.name: r for r in roles},
+            Runtimes({**AGENTS, **(agents or {})}),
+            limits=limits,
+        )
+        if start:
+            await host.start()
+        try:
+            yield Scene(database, host)
+        finally:
+            await host.stop()
+            await database.close()
+
+    return scene

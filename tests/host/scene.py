@@ -1,0 +1,93 @@
+"""What the run host's tests share: the run host on a real database (SQLite, and PostgreSQL
+when present), with agents of the tests' own at the edge. An agent is the world outside the
+gateway, so a test may script one (one that fails, one that is slow, one that writes down what
+it was told); the host, the driver, storage and the built-in runtime are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from core.host import HostLimits, RunHost
+from core.participants import Address, ParticipantSet
+from core.roles import Role
+from core.runs.run import Run
+from core.storage.database import Database
+from core.timeline import AnyEvent, Message, SystemNote, ThreadId
+
+T = TypeVar("T")
+
+FAST = HostLimits(backoff=0.01)
+
+
+def role(name: str, agent: str | None = None, **fields: Any) -> Role:
+    runtime = {"kind": "builtin", "agent": agent or name}
+    runtime.update(fields.pop("runtime", {}))
+    return Role(name=name, display_name=name.title(), runtime=runtime, **fields)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], *, within: float = 10.0, every: float = 0.02
+) -> T:
+    """Poll `check` until it returns something truthy; fail after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        found = await check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within}s (last: {found!r})")
+        await asyncio.sleep(every)
+
+
+class Scene:
+    """A database, a host over it, and the steps a test takes."""
+
+    def __init__(self, database: Database, host: RunHost) -> None:
+        self.db = database
+        self.host = host
+
+    async def conversation(self, *participants: str) -> ThreadId:
+        thread, _ = await self.db.threads.resolve(ParticipantSet.of(participants))
+        return thread.id
+
+    async def say(self, thread_id: ThreadId, author: str, text: str) -> Message:
+        return await self.db.threads.post_message(thread_id, Address(author), text)
+
+    async def events(self, thread_id: ThreadId, **kwargs: Any) -> list[AnyEvent]:
+        page = await self.db.threads.timeline(thread_id, limit=500, **kwargs)
+        return list(page.events)
+
+    async def said_by(self, thread_id: ThreadId, author: str) -> list[str]:
+        return [
+            e.text
+            for e in await self.events(thread_id)
+            if isinstance(e, Message) and e.author == author
+        ]
+
+    async def notes(self, thread_id: ThreadId) -> list[str]:
+        return [e.text for e in await self.events(thread_id) if isinstance(e, SystemNote)]
+
+    async def replies(self, thread_id: ThreadId, author: str, count: int, **kw: Any) -> list[str]:
+        async def enough() -> list[str] | None:
+            said = await self.said_by(thread_id, author)
+            return said if len(said) >= count else None
+
+        return await eventually(enough, **kw)
+
+    async def wait_for_notes(self, thread_id: ThreadId, count: int, **kw: Any) -> list[str]:
+        async def enough() -> list[str] | None:
+            notes = await self.notes(thread_id)
+            return notes if len(notes) >= count else None
+
+        return await eventually(enough, **kw)
+
+    async def run_of(self, thread_id: ThreadId) -> Run:
+        async def found() -> Run | None:
+            runs = await self.db.runs.of_thread(thread_id)
+            return runs[0] if runs else None
+
+        return await eventually(found)

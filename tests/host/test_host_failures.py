@@ -1,0 +1,140 @@
+"""When a turn goes wrong: retries with backoff, then a failed run and a notice to the people;
+timeouts; control that stops a turn at once and leaves the run usable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from core.host import HostLimits
+from core.runs.run import RunStatus, TurnOutcome
+from core.runtimes.base import AgentError, Prompt, Reply, TurnTools, Update
+from core.runtimes.builtin import BuiltinAgent
+from tests.host.scene import eventually, role
+
+COULD_NOT = "Flaky could not answer because of an error. Send another message to try again."
+
+
+def flaky(failures: int) -> type[BuiltinAgent]:
+    """An agent whose first `failures` attempts raise; then it echoes."""
+
+    class Flaky(BuiltinAgent):
+        attempts: ClassVar[int] = 0
+
+        async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+            type(self).attempts += 1
+            if type(self).attempts <= failures:
+                raise AgentError(f"model endpoint said no (attempt {type(self).attempts})")
+            for event in prompt.news:
+                yield Reply(event.text or "")
+
+    return Flaky
+
+
+async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene):
+    agent = flaky(2)
+    async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
+        thread = await scene.conversation("person:ann", "role:flaky")
+        await scene.say(thread, "person:ann", "hello")
+
+        assert await scene.replies(thread, "role:flaky", 1) == ["hello"]
+        run = await scene.run_of(thread)
+        [turn] = await scene.db.runs.turns(run.id)
+        assert turn.outcome is TurnOutcome.REPLIED
+        assert [a.error is None for a in turn.attempts] == [False, False, True]
+        assert "model endpoint said no (attempt 1)" in (turn.attempts[0].error or "")
+        assert run.status is RunStatus.READY
+        assert await scene.notes(thread) == []
+
+
+async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_people(make_scene):
+    agent = flaky(3)
+    async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
+        thread = await scene.conversation("person:ann", "role:flaky")
+        await scene.say(thread, "person:ann", "hello")
+
+        assert await scene.wait_for_notes(thread, 1) == [COULD_NOT]
+        run = await scene.run_of(thread)
+        assert run.status is RunStatus.FAILED
+        assert run.failures == 1
+        assert "attempt 3" in (run.last_error or "")
+        [turn] = await scene.db.runs.turns(run.id)
+        assert turn.outcome is TurnOutcome.FAILED
+        assert len(turn.attempts) == 3 and all(a.error for a in turn.attempts)
+        assert await scene.said_by(thread, "role:flaky") == []
+
+        # The next person message tries again, and this time the agent answers.
+        await scene.say(thread, "person:ann", "again")
+        assert await scene.replies(thread, "role:flaky", 1) == ["again"]
+        run = await scene.db.runs.get(run.id)
+        assert run.status is RunStatus.READY and run.failures == 0
+
+
+async def test_retries_back_off(make_scene):
+    agent = flaky(3)
+    limits = HostLimits(attempts=3, backoff=0.2)
+    async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:
+        thread = await scene.conversation("person:ann", "role:flaky")
+        await scene.say(thread, "person:ann", "hello")
+        await scene.wait_for_notes(thread, 1)
+
+        run = await scene.run_of(thread)
+        [turn] = await scene.db.runs.turns(run.id)
+        gaps = [
+            (later.started_at - earlier.finished_at).total_seconds()
+            for earlier, later in zip(turn.attempts, turn.attempts[1:], strict=False)
+        ]
+        assert gaps[0] >= 0.2 and gaps[1] >= 0.4  # 0.2 s, then doubled
+
+
+async def test_a_turn_that_takes_too_long_times_out_and_fails(make_scene):
+    slow = role("echo", turn_timeout=0.2, runtime={"delay_ms": 5000})
+    async with make_scene([slow], limits=HostLimits(attempts=1)) as scene:
+        thread = await scene.conversation("person:ann", "role:echo")
+        started = time.monotonic()
+        await scene.say(thread, "person:ann", "hello")
+
+        [note] = await scene.wait_for_notes(thread, 1)
+        assert time.monotonic() - started < 2
+        assert "could not answer" in note
+        run = await scene.run_of(thread)
+        [turn] = await scene.db.runs.turns(run.id)
+        assert turn.outcome is TurnOutcome.FAILED
+        assert "turn_timeout" in (turn.error or "")
+
+
+class Stalling(BuiltinAgent):
+    """Stalls on "stall" (until cancelled), echoes anything else."""
+
+    async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+        for event in prompt.news:
+            if event.text == "stall":
+                await asyncio.sleep(3600)
+            yield Reply(event.text or "")
+
+
+async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_scene):
+    async with make_scene([role("staller", agent="stalling")], agents={"stalling": Stalling}) as s:
+        thread = await s.conversation("person:ann", "role:staller")
+        await s.say(thread, "person:ann", "stall")
+        run = await s.run_of(thread)
+        await eventually(lambda: _value(s.host.is_running(run.id)))
+
+        started = time.monotonic()
+        assert await s.host.cancel(run.id) is True
+        assert time.monotonic() - started < 1
+        assert not s.host.is_running(run.id)
+        [note] = await s.wait_for_notes(thread, 1)
+        assert note == "Staller's turn was stopped by an operator before it answered."
+        [turn] = await s.db.runs.turns(run.id)
+        assert turn.outcome is TurnOutcome.CANCELLED
+
+        await s.say(thread, "person:ann", "still there?")
+        assert await s.replies(thread, "role:staller", 1) == ["still there?"]
+        assert await s.host.cancel(run.id) is False  # nothing running now
+
+
+async def _value(value: bool) -> bool:
+    return value
