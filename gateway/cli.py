@@ -1,10 +1,11 @@
-"""The `rolecall` command: run the gateway, upgrade its database, work with threads.
+"""The `rolecall` command: run the gateway, upgrade its database, work with threads and runs.
 
 - `rolecall serve` reads the settings, makes sure there is an operator token, and runs the gateway
   (whose start-up upgrades the schema) until Ctrl-C.
 - `rolecall db upgrade` upgrades the schema alone and says which revision is in force.
-- `rolecall thread …` talks to a *running* gateway over its HTTP API (`gateway.client`), never to
-  the database directly, so that every change reaches the gateway's listeners like any other.
+- `rolecall thread …` and `rolecall run …` talk to a *running* gateway over its HTTP API
+  (`gateway.client`), never to the database directly, so that every change reaches the gateway's
+  listeners (and its run host) like any other.
 
 Output is a readable table, or with `--json` the gateway's JSON as it came. Every failure is one
 line on stderr, `rolecall: …`, and a non-zero exit: 1 when the gateway or the database refused or
@@ -12,7 +13,7 @@ could not be reached, 2 for a usage or configuration error (argparse's own code)
 (unless ROLECALL_LOG_LEVEL=debug, for an unexpected error).
 
 Heavy imports (aiohttp, pydantic, SQLAlchemy) happen inside the commands that need them, so thread
-commands start quickly.
+and run commands start quickly.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade.set_defaults(command=db_upgrade_command)
 
     _add_thread_commands(commands)
+    _add_run_commands(commands)
     return parser
 
 
@@ -184,6 +186,11 @@ def _add_thread_commands(commands: Any) -> None:
     )
     start.add_argument("--latest", action="store_true", help="the newest events")
     sub.add_argument("--limit", type=_count(1), metavar="N", help="at most N events")
+    sub.add_argument(
+        "--include-archived",
+        action="store_true",
+        help='also what was said before the latest "start fresh" (archived)',
+    )
 
     sub = add("remove", remove_command, "set a participant's state to removed")
     sub.add_argument("thread_id", metavar="ID")
@@ -198,6 +205,50 @@ def _add_thread_commands(commands: Any) -> None:
     sub.add_argument("message_id", metavar="MESSAGE_ID")
     sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="its author")
     sub.add_argument("--reason", metavar="TEXT")
+
+
+def _add_run_commands(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="read and control the runs of roles on a running gateway",
+        description="Work with runs (a role's work in a thread) through a running gateway's "
+        "HTTP API.",
+    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+    common = [_gateway_options()]
+
+    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = run.add_parser(
+            name, help=help_text, description=help_text, parents=common
+        )
+        sub.set_defaults(command=command)
+        return sub
+
+    sub = add("list", run_list_command, "the runs of a thread, or of a role (oldest first)")
+    which = sub.add_mutually_exclusive_group(required=True)
+    which.add_argument("--thread", dest="thread_id", metavar="ID", help="the runs of this thread")
+    which.add_argument("--role", metavar="NAME", help="the runs of this role (NAME or role:NAME)")
+    sub.add_argument("--after", metavar="ID", help="with --role: start after this run")
+    sub.add_argument(
+        "--limit", type=_count(1), metavar="N", help="with --role: at most N runs (1-500; 50)"
+    )
+
+    sub = add("show", run_show_command, "a run: its cursor, status, session and turn count")
+    sub.add_argument("run_id", metavar="RUN_ID")
+
+    sub = add("turns", run_turns_command, "a run's finished turns (its transcript), oldest first")
+    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("--after", type=_count(0), metavar="N", help="turns after turn number N")
+    sub.add_argument("--limit", type=_count(1), metavar="N", help="at most N turns (1-500; 50)")
+
+    sub = add("cancel", run_cancel_command, "stop the run's running turn at once")
+    sub.add_argument("run_id", metavar="RUN_ID")
+
+    sub = add(
+        "fresh",
+        run_fresh_command,
+        "start fresh: open the run's next session; earlier messages are archived",
+    )
+    sub.add_argument("run_id", metavar="RUN_ID")
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -315,7 +366,7 @@ def _with_database(url: str, work: Callable[[], T]) -> T:
         raise Failure(f"database {where}: {line}") from None
 
 
-# -- thread commands -------------------------------------------------------------------------------
+# -- thread and run commands -----------------------------------------------------------------------
 
 
 def _client(args: argparse.Namespace) -> GatewayClient:
@@ -390,6 +441,7 @@ def timeline_command(args: argparse.Namespace) -> int:
         before=args.before,
         latest=args.latest,
         limit=args.limit,
+        include_archived=args.include_archived,
     )
     if args.json:
         _print_json(page)
@@ -421,6 +473,67 @@ def _set_state(args: argparse.Namespace, state: str) -> int:
 def retract_command(args: argparse.Namespace) -> int:
     event = _client(args).retract(args.thread_id, args.message_id, args.author, args.reason)
     return _output(args, event, _print_event)
+
+
+def run_list_command(args: argparse.Namespace) -> int:
+    if args.thread_id is not None and (args.after is not None or args.limit is not None):
+        raise Failure(
+            "--after and --limit page the runs of a role (--role); a thread has one run per role",
+            EXIT_USAGE,
+        )
+    role = args.role.removeprefix("role:") if args.role is not None else None
+    answer = _client(args).list_runs(
+        thread_id=args.thread_id, role=role, after=args.after, limit=args.limit
+    )
+    if args.json:
+        _print_json(answer)
+        return 0
+    runs = answer.get("runs", [])
+    if runs:
+        _print_runs(runs)
+    else:
+        whose = f"thread {args.thread_id}" if args.thread_id is not None else f"role:{role}"
+        print(f"(no runs for {whose})")
+    if answer.get("next"):
+        print(f"(more: --after {answer['next']})")
+    return 0
+
+
+def run_show_command(args: argparse.Namespace) -> int:
+    return _output(args, _client(args).get_run(args.run_id), _print_run)
+
+
+def run_turns_command(args: argparse.Namespace) -> int:
+    page = _client(args).run_turns(args.run_id, after=args.after, limit=args.limit)
+    if args.json:
+        _print_json(page)
+        return 0
+    turns = page.get("turns", [])
+    if turns:
+        _print_turns(turns)
+    else:
+        print("(no turns)")
+    if page.get("more"):
+        print(f"(more: --after {page['next']})")
+    return 0
+
+
+def run_cancel_command(args: argparse.Namespace) -> int:
+    answer = _client(args).cancel_turn(args.run_id)
+    if args.json:
+        _print_json(answer)
+        return 0
+    print(f"cancelled the running turn of run {args.run_id}")
+    run = answer.get("run")
+    if isinstance(run, dict):
+        _print_runs([run])
+    return 0
+
+
+def run_fresh_command(args: argparse.Namespace) -> int:
+    run = _client(args).start_fresh(args.run_id)
+    number = (run.get("session") or {}).get("number")
+    return _output(args, run, lambda r: _print_run(r, note=f"started fresh: session {number}"))
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -507,3 +620,91 @@ def _describe(event: JSON) -> list[str]:
 
 def _one_line(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", "\\n")
+
+
+def _run_now(run: JSON) -> str:
+    """What the run is doing here and now: running a turn, awake (its session held), asleep
+    (opened once, let go), or "-" (no session opened yet)."""
+    session = run.get("session") or {}
+    if run.get("running"):
+        return "running"
+    if session.get("awake"):
+        return "awake"
+    return "asleep" if session.get("opened") else "-"
+
+
+def _run_where(run: JSON) -> str:
+    if run.get("thread_id"):
+        return str(run["thread_id"])
+    return f"task {run.get('task_id')}" if run.get("task_id") else "-"
+
+
+def _run_status(run: JSON) -> str:
+    status = str(run.get("status", "?"))
+    failures = run.get("failures") or 0
+    return f"{status} ({failures} failures)" if failures else status
+
+
+def _print_runs(runs: list[JSON]) -> None:
+    rows = [
+        [
+            str(r.get("id", "")),
+            str(r.get("role", "")),
+            _run_where(r),
+            _run_status(r),
+            str(r.get("cursor", "")),
+            str(r.get("turns", "")),
+            str((r.get("session") or {}).get("number", "")),
+            _run_now(r),
+        ]
+        for r in runs
+    ]
+    header = ["RUN", "ROLE", "THREAD", "STATUS", "CURSOR", "TURNS", "SESSION", "NOW"]
+    print(_table([header, *rows]))
+
+
+def _print_run(run: JSON, *, note: str | None = None) -> None:
+    session = run.get("session") or {}
+    opened = f"opened {session.get('opened_at')}" if session.get("opened") else "not opened yet"
+    fields = [
+        ["run", str(run.get("id", "")) + (f"  ({note})" if note else "")],
+        ["role", str(run.get("role", ""))],
+        ["kind", str(run.get("kind", ""))],
+        ["task", str(run["task_id"])] if run.get("task_id") else ["thread", _run_where(run)],
+        ["status", _run_status(run)],
+        ["cursor", str(run.get("cursor", ""))],
+        ["turns", str(run.get("turns", ""))],
+        ["session", f"{session.get('number', '?')}  ({opened})"],
+        ["now", _run_now(run)],
+        ["created_at", str(run.get("created_at", ""))],
+        ["updated_at", str(run.get("updated_at", ""))],
+    ]
+    if run.get("last_error"):
+        fields.append(["last_error", _one_line(str(run["last_error"]))])
+    print(_table(fields))
+
+
+def _print_turns(turns: list[JSON]) -> None:
+    rows = [
+        [
+            str(t.get("number", "")),
+            str(t.get("finished_at", "")),
+            str(t.get("cause", "")),
+            str(t.get("outcome", "")),
+            f"{t.get('cursor_from')} -> {t.get('cursor_to')}",
+            _duration(t.get("duration_ms")),
+            str(len(t.get("replies") or [])),
+            _one_line(str(t["error"])) if t.get("error") else "-",
+        ]
+        for t in turns
+    ]
+    header = ["TURN", "FINISHED_AT", "CAUSE", "OUTCOME", "CURSOR", "DURATION", "REPLIES", "ERROR"]
+    print(_table([header, *rows]))
+
+
+def _duration(ms: object) -> str:
+    if not isinstance(ms, int | float):
+        return "-"
+    if ms < 1000:
+        return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+    return f"{ms / 1000:.1f} s"

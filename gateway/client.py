@@ -95,15 +95,18 @@ class GatewayClient:
         before: int | None = None,
         latest: bool = False,
         limit: int | None = None,
+        include_archived: bool = False,
     ) -> JSON:
         """Forward from `after` (default: the start), or backward: before `before`, or the newest
-        page with `latest`. With `as_participant`, only what that participant may see."""
+        page with `latest`. With `as_participant`, only what that participant may see. What was
+        said before the latest "start fresh" is left out unless `include_archived`."""
         query = {
             "as": as_participant,
             "after": after,
             "before": before,
             "latest": "true" if latest else None,
             "limit": limit,
+            "include_archived": "true" if include_archived else None,
         }
         return self.request("GET", f"/threads/{_segment(thread_id)}/timeline", query=query).data
 
@@ -119,6 +122,36 @@ class GatewayClient:
         if reason is not None:
             body["reason"] = reason
         return self.request("POST", path, body=body).data
+
+    # -- the run API ---------------------------------------------------------------------------
+
+    def list_runs(
+        self,
+        *,
+        thread_id: str | None = None,
+        role: str | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> JSON:
+        """The runs of a thread, or a page of the runs of a role (oldest first)."""
+        query = {"thread": thread_id, "role": role, "after": after, "limit": limit}
+        return self.request("GET", "/runs", query=query).data
+
+    def get_run(self, run_id: str) -> JSON:
+        return self.request("GET", f"/runs/{_segment(run_id)}").data
+
+    def run_turns(self, run_id: str, *, after: int | None = None, limit: int | None = None) -> JSON:
+        """A run's finished turns (its transcript), oldest first, after turn number `after`."""
+        query = {"after": after, "limit": limit}
+        return self.request("GET", f"/runs/{_segment(run_id)}/turns", query=query).data
+
+    def cancel_turn(self, run_id: str) -> JSON:
+        """Stop the run's running turn; 409 `no_turn_running` when none runs."""
+        return self.request("POST", f"/runs/{_segment(run_id)}/cancel", body={}).data
+
+    def start_fresh(self, run_id: str) -> JSON:
+        """Open the run's next session; what was said before it is archived."""
+        return self.request("POST", f"/runs/{_segment(run_id)}/sessions", body={}).data
 
     # -- transport -----------------------------------------------------------------------------
 

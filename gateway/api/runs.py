@@ -127,9 +127,15 @@ async def list_turns(request: web.Request) -> web.Response:
     params = read_query(request, ["after", "limit"])
     after = query_int(params, "after", default=0, low=0)
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
-    turns = await request.app[DATABASE_KEY].runs.turns(_run_id(request), after=after, limit=limit)
+    runs = request.app[DATABASE_KEY].runs
+    found = await runs.turns(_run_id(request), after=after, limit=limit + 1)
+    turns = found[:limit]
     return web.json_response(
-        {"turns": [turn_json(t) for t in turns], "next": turns[-1].number if turns else after}
+        {
+            "turns": [turn_json(t) for t in turns],
+            "next": turns[-1].number if turns else after,
+            "more": len(found) > limit,
+        }
     )
 
 

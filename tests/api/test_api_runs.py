@@ -70,7 +70,7 @@ async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway):
     assert turn["outcome"] == "replied" and turn["cause"] == "message"
     assert turn["prompt"]["news"][0]["text"] == "hello"
     assert turn["duration_ms"] >= 0 and turn["queue_wait_ms"] >= 0
-    assert turns["next"] == 1
+    assert turns["next"] == 1 and turns["more"] is False
     assert (await gateway.get(f"/api/v1/runs/{run['id']}/turns?after=1")).body["turns"] == []
 
 

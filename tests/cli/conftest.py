@@ -182,9 +182,36 @@ def unused_port() -> int:
     return free_port()
 
 
+ECHO_MANIFEST = """\
+name: echo
+display_name: Echo
+runtime: {kind: builtin, agent: echo}
+"""
+
+
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    with running_gateway(tmp_path_factory.mktemp("gateway"), ROLECALL_API_TOKEN=TOKEN) as running:
+def gateway_settings() -> dict[str, str]:
+    """Extra ROLECALL_ settings of the module's `gateway`: none by default (the repository's
+    manifests/roles, served from the checkout). A test module overrides this fixture to serve
+    other roles, e.g. with `echo_roles_dir`."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def echo_roles_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A roles directory holding only `echo` (a built-in agent that repeats each person message)."""
+    roles = tmp_path_factory.mktemp("roles")
+    (roles / "echo.yaml").write_text(ECHO_MANIFEST)
+    return roles
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, gateway_settings: dict[str, str]
+) -> Iterator[Gateway]:
+    with running_gateway(
+        tmp_path_factory.mktemp("gateway"), ROLECALL_API_TOKEN=TOKEN, **gateway_settings
+    ) as running:
         yield running
 
 
