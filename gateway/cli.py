@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -173,6 +174,12 @@ def _add_thread_commands(commands: Any) -> None:
     sub.add_argument("thread_id", metavar="ID")
     sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="the author")
     sub.add_argument("text", nargs="+", metavar="TEXT", help="the message ('-' reads stdin)")
+    sub.add_argument(
+        "--wait",
+        type=_count(1),
+        metavar="SECONDS",
+        help="then wait up to SECONDS for the reply (the end of the turn it starts)",
+    )
 
     sub = add("timeline", timeline_command, "a thread's events, oldest first")
     sub.add_argument("thread_id", metavar="ID")
@@ -429,8 +436,38 @@ def send_command(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     if text == "-":
         text = sys.stdin.read()
-    event = _client(args).send_message(args.thread_id, args.author, text)
-    return _output(args, event, _print_event)
+    client = _client(args)
+    event = client.send_message(args.thread_id, args.author, text)
+    if args.wait is None:
+        return _output(args, event, _print_event)
+    replies = _await_replies(client, event, args.wait)
+    if args.json:
+        _print_json({"message": event, "replies": replies})
+    else:
+        _print_events([event, *replies])
+    if not replies:
+        raise Failure(f"no reply within {args.wait}s (the message is posted)")
+    return 0
+
+
+def _await_replies(client: GatewayClient, sent: JSON, seconds: int) -> list[JSON]:
+    """What others said in the thread after `sent`, from the first batch that has any: a turn's
+    end (the role's messages, or a system notice) commits as one batch."""
+    deadline = time.monotonic() + seconds
+    cursor = int(sent["position"])
+    while (left := deadline - time.monotonic()) > 0:
+        page = client.events(after=cursor, wait=max(1, min(int(left), 30)))
+        cursor = int(page.get("next", cursor))
+        replies = [
+            e
+            for e in page.get("events", [])
+            if e.get("thread_id") == sent["thread_id"]
+            and e.get("kind") in ("message", "system")
+            and e.get("author") != sent["author"]
+        ]
+        if replies:
+            return replies
+    return []
 
 
 def timeline_command(args: argparse.Namespace) -> int:
@@ -580,11 +617,11 @@ def _participants_cell(thread: JSON) -> str:
 
 
 def _print_events(events: list[JSON]) -> None:
-    rows = [
-        [str(e.get("seq", "")), str(e.get("at", "")), str(e.get("id", "")), *_describe(e)]
-        for e in events
-    ]
-    print(_table([["SEQ", "AT", "ID", "KIND", "WHO", "TEXT"], *rows]))
+    print(_table([["SEQ", "AT", "ID", "KIND", "WHO", "TEXT"], *map(_event_row, events)]))
+
+
+def _event_row(e: JSON) -> list[str]:
+    return [str(e.get("seq", "")), str(e.get("at", "")), str(e.get("id", "")), *_describe(e)]
 
 
 def _print_event(event: JSON) -> None:

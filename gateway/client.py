@@ -123,6 +123,12 @@ class GatewayClient:
             body["reason"] = reason
         return self.request("POST", path, body=body).data
 
+    def events(self, *, after: int, wait: int = 0, limit: int | None = None) -> JSON:
+        """Committed events of every thread after position `after`; with `wait` (seconds, at
+        most 30) the gateway holds the request until there is one."""
+        query = {"after": after, "wait": wait or None, "limit": limit}
+        return self.request("GET", "/events", query=query).data
+
     # -- the run API ---------------------------------------------------------------------------
 
     def list_runs(

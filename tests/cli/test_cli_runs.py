@@ -322,3 +322,25 @@ def test_usage_errors_exit_2_without_calling_the_gateway(offline_env, rolecall, 
     assert failed.returncode == 2
     assert "Traceback" not in failed.stderr
     assert failed.stderr.splitlines()[-1].startswith("rolecall")
+
+
+def test_send_with_wait_prints_the_message_and_the_reply(cli, person) -> None:
+    thread_id = resolve(cli, person, "role:echo")
+    sent = cli("thread", "send", thread_id, "--as", person, "--wait", "10", "knock knock")
+    assert sent.returncode == 0, sent.stderr
+    assert [row[3:] for row in rows(sent.stdout)] == [
+        ["message", person, "knock knock"],
+        ["message", "role:echo", "knock knock"],
+    ]
+    answer = cli("thread", "send", thread_id, "--as", person, "--wait", "10", "again", "--json")
+    body = answer.json()
+    assert body["message"]["text"] == "again"
+    assert [r["text"] for r in body["replies"]] == ["again"]
+
+
+def test_send_with_wait_says_so_when_no_reply_comes_in_time(cli, person) -> None:
+    thread_id = resolve(cli, person, "role:slow")
+    waited = cli("thread", "send", thread_id, "--as", person, "--wait", "1", "hello?")
+    assert waited.returncode == 1
+    assert waited.stderr.strip() == "rolecall: no reply within 1s (the message is posted)"
+    assert [row[3:] for row in rows(waited.stdout)] == [["message", person, "hello?"]]
