@@ -172,6 +172,8 @@ class TurnTaker:
             end = end_of_turn(plan.cause, replies, display_name=role.display_name)
             outcome, notice, messages = end.outcome, end.notice, end.messages
             state = session.snapshot() if session is not None else None
+            if state is not None and state == run.session.state:
+                state = None  # unchanged: nothing to store
         finished_at = self._clock()
         record = TurnRecord(
             session_id=run.session.id,
@@ -195,7 +197,7 @@ class TurnTaker:
                 session_state=state,
                 failed=error is not None,
             )
-            if state is not None:
+            if state is not None or run.session.opened:
                 live.resumable = True
         except Conflict:
             log.warning("run %s moved on while its turn ran; the turn's end was dropped", run.id)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 
 from core.errors import Conflict, NotAllowed
 from core.membership import ParticipantState
@@ -134,72 +134,97 @@ class FinishTurn(_OnThread):
     failed: bool = False
 
     def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
-        current = run(batch.connection, self.run_id)
-        if current.cursor != self.expected_cursor:
+        thread = batch.thread(self.thread_id)
+        role = Address(f"role:{self.role}")
+        speaks = thread.states.get(role) is ParticipantState.ACTIVE
+        said = [*self.messages, *([self.notice] if self.notice is not None else [])]
+        error = self.record.error
+        if said and not speaks:
+            error = (error + "; " if error else "") + f"{role} was removed; nothing was posted"
+        # Only what the run has looked at, plus what it says now, lies behind the cursor.
+        caught_up = thread.last_seq == self.cursor_to
+        posted = len(said) if speaks else 0
+        cursor = thread.last_seq + posted if caught_up else self.cursor_to
+        number = batch.connection.execute(
+            _FINISH_FAILED if self.failed else _FINISH,
+            {
+                "b_id": self.run_id,
+                "b_expected": self.expected_cursor,
+                "b_cursor": cursor,
+                "b_error": self.record.error,
+                "b_now": batch.now,
+            },
+        ).scalar()
+        if number is None:
             raise Conflict(
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
-        thread = batch.thread(self.thread_id)
-        role = Address(f"role:{self.role}")
-        caught_up = thread.last_seq == self.cursor_to
         indexes: list[int] = []
-        error = self.record.error
-        if thread.states.get(role) is ParticipantState.ACTIVE:
+        if speaks:
             for text in self.messages:
                 indexes.append(batch.stage(thread, Message, author=role, text=text, context=None))
             if self.notice is not None:
                 indexes.append(batch.stage(thread, SystemNote, text=self.notice))
-        elif self.messages or self.notice:
-            error = (error + "; " if error else "") + f"{role} was removed; nothing was posted"
-        # Only what the run has looked at, plus what it said itself, lies behind the cursor.
-        cursor = thread.last_seq if caught_up else self.cursor_to
-        number = current.turns + 1
-        batch.connection.execute(
-            update(_r)
-            .where(_r.c.id == self.run_id)
-            .values(
-                cursor=cursor,
-                status=(RunStatus.FAILED if self.failed else RunStatus.READY).value,
-                failures=current.failures + 1 if self.failed else 0,
-                last_error=self.record.error if self.failed else current.last_error,
-                last_turn=number,
-                updated_at=batch.now,
-            )
-        )
         if self.session_state is not None:
             batch.connection.execute(
-                update(_s)
-                .where(_s.c.id == self.record.session_id)
-                .values(state=dict(self.session_state))
+                _SAVE_SESSION, {"b_id": self.record.session_id, "b_state": dict(self.session_state)}
             )
         record = self.record
-
-        def write_turn() -> None:
-            batch.connection.execute(
-                insert(_turns).values(
-                    id=new_id(),
-                    run_id=self.run_id,
-                    number=number,
-                    session_id=record.session_id,
-                    cause=record.cause.value,
-                    outcome=record.outcome.value,
-                    cursor_from=self.expected_cursor,
-                    cursor_to=self.cursor_to,
-                    queued_at=record.queued_at,
-                    started_at=record.started_at,
-                    finished_at=record.finished_at,
-                    prompt=dict(record.prompt),
-                    steps=[dict(s) for s in record.steps],
-                    replies=[batch.committed[i].id for i in indexes],
-                    attempts=[dict(a) for a in record.attempts],
-                    error=error,
-                )
-            )
-
-        batch.after_flush.append(write_turn)
+        batch.insert_after_flush(
+            _turns,
+            lambda: {
+                "id": new_id(),
+                "run_id": self.run_id,
+                "number": number,
+                "session_id": record.session_id,
+                "cause": record.cause.value,
+                "outcome": record.outcome.value,
+                "cursor_from": self.expected_cursor,
+                "cursor_to": self.cursor_to,
+                "queued_at": record.queued_at,
+                "started_at": record.started_at,
+                "finished_at": record.finished_at,
+                "prompt": dict(record.prompt),
+                "steps": [dict(s) for s in record.steps],
+                "replies": [batch.committed[i].id for i in indexes],
+                "attempts": [dict(a) for a in record.attempts],
+                "error": error,
+            },
+        )
         return lambda: TurnEnd(
             replies=[batch.committed[i] for i in indexes], cursor=cursor, turn_number=number
         )
+
+
+# The end of a turn moves the run on only from where the turn started (`b_expected`); RETURNING
+# gives the turn's number, or nothing when the run moved on meanwhile.
+_FINISH_WHERE = (_r.c.id == bindparam("b_id")) & (_r.c.cursor == bindparam("b_expected"))
+_FINISH = (
+    update(_r)
+    .where(_FINISH_WHERE)
+    .values(
+        cursor=bindparam("b_cursor"),
+        status=RunStatus.READY.value,
+        failures=0,
+        last_turn=_r.c.last_turn + 1,
+        updated_at=bindparam("b_now"),
+    )
+    .returning(_r.c.last_turn)
+)
+_FINISH_FAILED = (
+    update(_r)
+    .where(_FINISH_WHERE)
+    .values(
+        cursor=bindparam("b_cursor"),
+        status=RunStatus.FAILED.value,
+        failures=_r.c.failures + 1,
+        last_error=bindparam("b_error"),
+        last_turn=_r.c.last_turn + 1,
+        updated_at=bindparam("b_now"),
+    )
+    .returning(_r.c.last_turn)
+)
+_SAVE_SESSION = update(_s).where(_s.c.id == bindparam("b_id")).values(state=bindparam("b_state"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.exc import DBAPIError
 
 from core.errors import NotFound, RolecallError
@@ -97,8 +97,8 @@ class Batch:
         self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
-        self.after_flush: list[Callable[[], None]] = []
-        """Writes that need the staged events' ids and positions (run after they exist)."""
+        self.rows_after: dict[Table, list[Callable[[], dict[str, Any]]]] = {}
+        """Rows to insert once the staged events have their ids (one executemany per table)."""
 
     def load(self, thread_ids: Sequence[ThreadId]) -> None:
         wanted = sorted(set(thread_ids) - set(self.threads))
@@ -165,8 +165,12 @@ class Batch:
                 _SET_STATES,
                 [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
             )
-        for write in self.after_flush:
-            write()
+        for table, rows in self.rows_after.items():
+            self.connection.execute(table.insert(), [row() for row in rows])
+
+    def insert_after_flush(self, table: Table, row: Callable[[], dict[str, Any]]) -> None:
+        """Insert `row()` into `table` once the staged events exist (it may refer to them)."""
+        self.rows_after.setdefault(table, []).append(row)
 
 
 # The statements of a batch, built once.
