@@ -71,6 +71,39 @@ def _wait_until_healthy(process: subprocess.Popen[bytes], port: int, errors: IO[
             time.sleep(0.1)
 
 
+def gateway_env(
+    workdir: Path, port: int, token: str, *, roles_dir: Path | None = None, database_url: str = ""
+) -> dict[str, str]:
+    """The environment for `rolecall serve` under a benchmark: its own var dir and port, warning
+    logs, and its own roles directory — an empty one unless given, so no role answers (the
+    default, manifests/roles, would bring the demo concierge into every thread with role:concierge).
+    """
+    if roles_dir is None:
+        roles_dir = workdir / "no-roles"
+        roles_dir.mkdir(parents=True, exist_ok=True)
+    return {
+        "ROLECALL_VAR_DIR": str(workdir / "var"),
+        "ROLECALL_DATABASE_URL": database_url,
+        "ROLECALL_PORT": str(port),
+        "ROLECALL_API_TOKEN": token,
+        "ROLECALL_ROLES_DIR": str(roles_dir),
+        "ROLECALL_LOG_LEVEL": "warning",
+    }
+
+
+def echo_role(directory: Path, *, idle_sleep_after: float = 300) -> Path:
+    """A roles directory holding one manifest, `echo.yaml`: the built-in echo agent."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "echo.yaml").write_text(
+        "name: echo\n"
+        "display_name: Echo\n"
+        "runtime: {kind: builtin, agent: echo}\n"
+        "max_concurrent_turns: 64\n"
+        f"idle_sleep_after: {idle_sleep_after}\n"
+    )
+    return directory
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time a process has used so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

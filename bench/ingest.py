@@ -2,8 +2,9 @@
 
 Runs two ceilings from `bench.ceiling_server` — aiohttp alone (no database), and a bare handler
 doing one stdlib sqlite3 INSERT and COMMIT per request — then the gateway (`rolecall serve` on a
-fresh SQLite file), each in its own process under the same load from this process, and reports
-throughput, p50, p99 and the server's CPU time per message.
+fresh SQLite file, with no role manifests, so no run answers), each in its own process under the
+same load from this process, and reports throughput, p50, p99 and the server's CPU time per
+message.
 
     python -m bench.ingest [--messages 20000] [--threads 1000] [--clients 32]
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import loadgen
-from bench.harness import Latency, cpu_seconds, free_port, server
+from bench.harness import Latency, cpu_seconds, free_port, gateway_env, server
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +71,7 @@ def measure_ceiling(
 
 def measure_gateway(workdir: Path, messages: int, threads: int, clients: int) -> Ingest:
     port, token = free_port(), secrets.token_urlsafe(24)
-    env = {
-        "ROLECALL_VAR_DIR": str(workdir / "var"),
-        "ROLECALL_DATABASE_URL": "",
-        "ROLECALL_PORT": str(port),
-        "ROLECALL_API_TOKEN": token,
-        "ROLECALL_LOG_LEVEL": "warning",
-    }
+    env = gateway_env(workdir / "gateway", port, token)  # no roles: nothing answers
     with server(["-m", "gateway", "serve"], port=port, env=env) as process:
 
         async def load() -> tuple[loadgen.Outcome, float]:

@@ -8,16 +8,25 @@ something even when the absolute numbers move with the machine's load.
 
 from __future__ import annotations
 
+import os
 import tempfile
+import textwrap
+import time
 from pathlib import Path
 
-from bench import ingest, timeline
+from bench import ingest, roundtrip, sleep_memory, timeline
 from bench.harness import ROOT, Latency, machine, today
 
 REPORT = ROOT / "docs" / "benchmarks.md"
 
 INGEST_TARGET = "at least 4,000 messages/s with p99 under 15 ms"
 TIMELINE_TARGET = "p99 under 5 ms"
+ROUNDTRIP_TARGET = "at least 1,500 round trips/s with p99 under 50 ms"
+
+CONVERSATIONS = 1_000
+ROUND_TRIPS = 10_000
+POSTERS = 32
+IDLE_CONVERSATIONS = 10_000
 
 WHERE_THE_TIME_GOES = """\
 Where the time goes. On two cores the load generator takes most of one; the server is one
@@ -33,6 +42,29 @@ the interpreter lock. Batches hold about as many messages as there are clients w
 16 of 32 here)."""
 
 
+ROUNDTRIP_WHERE_THE_TIME_GOES = """\
+Where the time goes. A round trip is far more work for the gateway than an ingested message:
+the person message's write batch; the router's read of what was committed; the run's read of
+its news (`turn_input`); the echo turn itself (in process, next to nothing); the end of the
+turn, one write batch that commits the reply with the run's cursor, session state and turn
+record; and the reads that answer the listener's long-polls. That is two commits and three or
+more reads, each a hop to a database thread, all sharing one interpreter lock. A sampling
+profile (py-spy, 16 posters; not part of this run) found the lock held about two thirds of the
+time: about half of that by the writer thread, most of it in the end-of-turn command (building
+the SQLAlchemy Core statements for the turn record, the reply, the cursor and the session
+state), a third by the event loop (HTTP, routing, the host), and the rest by the four reader
+threads. More posters make write batches and stream pages larger, so CPU per round trip falls,
+but latency grows faster than throughput."""
+
+SLEEP_WHAT_STAYS = """\
+What stays. Asleep, a conversation is rows in the database; the process still holds the run
+host's cache of each thread's role members (one small entry per thread that has had a message,
+up to 100,000), SQLite's page caches (the writer's connection and four readers', up to 2 MiB
+each by default), and the memory Python's allocator keeps after objects are freed. Every echo
+session here is tiny (its state is a few fields), so the awake/asleep difference is what holding
+a session and its run costs the host, not what an agent with real context would cost."""
+
+
 def _row(name: str, result: Latency) -> str:
     return f"| {name} | {result.p50_ms:.2f} | {result.p99_ms:.2f} |"
 
@@ -45,11 +77,56 @@ def _ingest_row(name: str, result: ingest.Ingest) -> str:
     )
 
 
+def _trips_row(name: str, trips: roundtrip.RoundTrips) -> str:
+    latency = trips.latency
+    return (
+        f"| {name} | {trips.posters} | {latency.count:,} | {latency.rate:,.0f} "
+        f"| {latency.p50_ms:.2f} | {latency.p99_ms:.2f} | {trips.posted.p50_ms:.2f} "
+        f"| {trips.cpu_us_per_round_trip:,.0f} | {trips.missing} |"
+    )
+
+
+def _mib(size: float) -> str:
+    return f"{size / 2**20:,.1f}"
+
+
+def _memory_row(name: str, idle_sleep_after: int, run: sleep_memory.Run) -> str:
+    return (
+        f"| {name} | {idle_sleep_after} s | {run.sessions_awake:,} / {run.sessions_asleep:,} "
+        f"| {_mib(run.baseline.rss)} | {_mib(run.resolved.rss)} | {_mib(run.used.rss)} "
+        f"| {_mib(run.used.pss)} | {_mib(run.used.uss)} | {run.per_conversation:,.0f} |"
+    )
+
+
+def _meets(trips: roundtrip.RoundTrips) -> bool:
+    return trips.latency.rate >= 1_500 and trips.latency.p99_ms < 50 and trips.missing == 0
+
+
 def main() -> None:
+    began = time.monotonic()
+    timings: dict[str, float] = {}
+
+    def timed(name: str, started: float) -> None:
+        timings[name] = time.monotonic() - started
+        print(f"{name}: {timings[name]:.0f} s", flush=True)
+
     with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
         workdir = Path(tmp)
+        started = time.monotonic()
         runs = ingest.measure_all(workdir, 20_000, 1_000, 32)
-    reads = timeline.measure(100_000, 1_000)
+        timed("ingest", started)
+        started = time.monotonic()
+        reads = timeline.measure(100_000, 1_000)
+        timed("timeline", started)
+        started = time.monotonic()
+        trips = roundtrip.measure(
+            workdir / "roundtrip", CONVERSATIONS, ROUND_TRIPS, POSTERS, ceiling=runs["gateway"]
+        )
+        timed("roundtrip", started)
+        started = time.monotonic()
+        idle = sleep_memory.measure(workdir / "sleep", IDLE_CONVERSATIONS)
+        timed("sleep_memory", started)
+    minutes = (time.monotonic() - began) / 60
     bare, ceiling, gateway = (runs[k].latency for k in ("aiohttp", "commit", "gateway"))
     verdict_ingest = "met" if gateway.rate >= 4_000 and gateway.p99_ms < 15 else "**not met**"
     verdict_read = "met" if reads["repository"].p99_ms < 5 else "**not met**"
@@ -57,17 +134,21 @@ def main() -> None:
     lines = [
         "# Benchmarks",
         "",
-        f"Measured {today()} on {machine()} by `python -m bench.run_all` (`make bench`).",
+        f"Measured {today()} on {machine()} by `python -m bench.run_all` (`make bench`),",
+        f"which took {minutes:.0f} minutes ("
+        + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items())
+        + ").",
         "Every number below comes from that one run; each benchmark measures its own ceiling in",
         "the same run, so compare the ratios rather than absolute numbers across machines.",
         "",
         "## Message ingest over HTTP",
         "",
         "`python -m bench.ingest`: 32 concurrent keep-alive clients post 20,000 messages across",
-        "1,000 threads (person:pN with role:concierge) to a fresh SQLite database. The load comes",
-        "from `bench/loadgen.py` in its own process. The ceiling is `bench/ceiling_server.py`: a",
-        "bare aiohttp handler that INSERTs one row with stdlib sqlite3 and commits per request,",
-        "on the gateway's durability settings (WAL, synchronous=FULL); it validates nothing.",
+        "1,000 threads (person:pN with role:concierge) to a fresh SQLite database; the gateway",
+        "runs with an empty roles directory, so no run answers. The load comes from",
+        "`bench/loadgen.py` in its own process. The ceiling is `bench/ceiling_server.py`: a bare",
+        "aiohttp handler that INSERTs one row with stdlib sqlite3 and commits per request, on",
+        "the gateway's durability settings (WAL, synchronous=FULL); it validates nothing.",
         "",
         "| server | messages/s | p50 ms | p99 ms | server CPU µs/message |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -86,7 +167,8 @@ def main() -> None:
         "`python -m bench.timeline`: one thread of 100,000 events (person:alice, person:bob,",
         "role:concierge); alice is removed and re-added five times, the last blackout ending a",
         "few events before the end, so the newest page must reach past it. Each of 1,000",
-        "sequential reads asks for the newest 50 events alice may see.",
+        "sequential reads asks for the newest 50 events alice may see (the server has no role",
+        "manifests, so no run starts answering bob while it is read).",
         "",
         "| read | p50 ms | p99 ms |",
         "| --- | ---: | ---: |",
@@ -96,9 +178,135 @@ def main() -> None:
         "",
         f"Target ({TIMELINE_TARGET}): repository {verdict_read}; over HTTP {verdict_http}.",
         "",
+        *_roundtrip_section(trips),
+        *_sleep_section(idle),
     ]
     REPORT.write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+def _paragraph(text: str) -> str:
+    """Wrap at 96 columns, never inside a `code span`."""
+    spans = text.split("`")
+    glued = "`".join(s.replace(" ", "\0") if i % 2 else s for i, s in enumerate(spans))
+    wrapped = textwrap.fill(glued, width=96, break_on_hyphens=False, break_long_words=False)
+    return wrapped.replace("\0", " ")
+
+
+def _roundtrip_section(result: roundtrip.Result) -> list[str]:
+    first, warm, ceiling = result.first, result.warm, result.ceiling
+    ratio = warm.latency.rate / ceiling.latency.rate
+    cost = warm.cpu_us_per_round_trip / ceiling.cpu_us_per_message
+    verdict = "met" if _meets(warm) else "**not met**"
+    met_at = [t.posters for t in [warm, *result.sweep] if _meets(t)]
+    elsewhere = (
+        f"met at {', '.join(map(str, met_at))} posters"
+        if met_at
+        else "nor with any other number of posters measured"
+    )
+    sweep = " and ".join(str(t.posters) for t in result.sweep)
+    alone = min([warm, *result.sweep], key=lambda t: t.posters)
+    needed = warm.cpu_us_per_round_trip * 1_500 / 1e6
+    cores = os.cpu_count() or 1
+    sweep_count = result.sweep[0].latency.count if result.sweep else 0
+    return [
+        "## Round trips: a person posts, the echo role replies",
+        "",
+        _paragraph(
+            "`python -m bench.roundtrip`: `rolecall serve` on a fresh SQLite file with one role, "
+            "`echo` (the built-in agent that answers each person message with exactly its text; "
+            "`max_concurrent_turns: 64`, 64 turn slots), and "
+            f"{first.latency.count:,} conversations {{person:uN, role:echo}}. {warm.posters} "
+            "posters on keep-alive connections (`bench/loadgen.py`'s client) each own their "
+            "share of the conversations and go round them with one message outstanding at a "
+            "time, so each conversation is a FIFO: post, wait for the echo, post again. Replies "
+            "are observed as an outside listener sees them, on the committed-event stream "
+            "(`GET /api/v1/events?after=…&wait=5` long-polls on a connection of its own). "
+            "Latency runs from the post being sent to the reply's commit being seen on the "
+            "stream. The first pass is each conversation's first message (its run is created "
+            f"and its session started); then {warm.latency.count:,} warm round trips; then "
+            f"{sweep_count:,} warm ones with {sweep} posters, all on the same server. The "
+            "ceiling is the ingest-only rate measured above in this run: the gateway row of the "
+            f"ingest table ({ceiling.latency.count:,} messages from {warm.posters} clients, "
+            "no roles, so nothing replies)."
+        ),
+        "",
+        "| pass | posters | round trips | round trips/s | p50 ms | p99 ms | post answered p50 ms "
+        "| server CPU µs/round trip | replies missing |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        _trips_row("first contact (run created, session started)", first),
+        _trips_row("warm", warm),
+        *(_trips_row("warm", t) for t in result.sweep),
+        f"| ceiling: ingest only, nothing replies | {warm.posters} "
+        f"| {ceiling.latency.count:,} messages | {ceiling.latency.rate:,.0f} messages/s "
+        f"| {ceiling.latency.p50_ms:.2f} | {ceiling.latency.p99_ms:.2f} "
+        f"| {ceiling.latency.p50_ms:.2f} | {ceiling.cpu_us_per_message:,.0f} per message | n/a |",
+        "",
+        _paragraph(
+            f"Round trips/s ÷ ingest-only messages/s: **{ratio:.2f}** (a round trip commits two "
+            f"messages, so **{2 * ratio:.2f}** of the ingest rate counted in messages); server "
+            f"CPU per round trip ÷ per ingested message: **{cost:.1f}**. Target "
+            f"({ROUNDTRIP_TARGET}), warm with {warm.posters} posters: {verdict}; {elsewhere}."
+        ),
+        "",
+        ROUNDTRIP_WHERE_THE_TIME_GOES,
+        _paragraph(
+            f"With one poster a round trip takes {alone.latency.p50_ms:.1f} ms (p99 "
+            f"{alone.latency.p99_ms:.1f} ms), {alone.latency.rate:,.0f} a second. With "
+            f"{warm.posters}, at {warm.cpu_us_per_round_trip:,.0f} µs of server CPU per round "
+            f"trip, 1,500 round trips/s would take {needed:.1f} CPU-seconds every second "
+            f"({'more than' if needed > cores else 'within'} the machine's {cores} cores), the "
+            "Python side of it serialised by one interpreter lock."
+            + (
+                ""
+                if _meets(warm)
+                else " The target is out of reach without changing the gateway, which this "
+                "benchmark does not touch."
+            )
+        ),
+        "",
+    ]
+
+
+def _sleep_section(runs: dict[str, sleep_memory.Run]) -> list[str]:
+    awake, asleep = runs["awake"], runs["asleep"]
+    count = awake.conversations
+    saved = (awake.used.rss - asleep.used.rss) / count
+    less = f"**{saved:,.0f} bytes** less" if saved >= 0 else f"**{-saved:,.0f} bytes** more"
+    return [
+        "## Memory of idle conversations, awake and asleep",
+        "",
+        _paragraph(
+            f"`python -m bench.sleep_memory`: {count:,} conversations {{person:uN, role:echo}}, "
+            f"each used once (one message, its echo awaited on the event stream, "
+            f"{sleep_memory.POSTERS} posters), then left idle. Two servers, each on a fresh "
+            "SQLite file: one whose echo manifest says "
+            f"`idle_sleep_after: {sleep_memory.AWAKE_IDLE_SLEEP}` (every session stays awake), "
+            f"one `idle_sleep_after: {sleep_memory.ASLEEP_IDLE_SLEEP}` (every session is put to "
+            'sleep). Memory is read once `GET /metrics` shows `rolecall_sessions{state="awake"}` '
+            "at the count or at 0: RSS is VmRSS from /proc/PID/status; PSS and USS (private "
+            'clean + private dirty) come from /proc/PID/smaps_rollup. "Fresh" is the server '
+            'before anything; "resolved" is after the conversations are resolved, before any '
+            "message."
+        ),
+        "",
+        "| run | idle_sleep_after | sessions awake / asleep | RSS fresh MiB | RSS resolved MiB "
+        "| RSS after use MiB | PSS MiB | USS MiB | RSS bytes/conversation over fresh |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        _memory_row("awake", sleep_memory.AWAKE_IDLE_SLEEP, awake),
+        _memory_row("asleep", sleep_memory.ASLEEP_IDLE_SLEEP, asleep),
+        "",
+        _paragraph(
+            f"Asleep instead of awake: {less} RSS per conversation. Asleep, a conversation "
+            f"still costs **{asleep.per_conversation:,.0f} bytes** of RSS over the fresh "
+            f"server (awake: {awake.per_conversation:,.0f}). Replies missing: "
+            f"{awake.missing + asleep.missing}. Each run (resolve, one round trip each, wait "
+            f"for the gauge) took about {(awake.seconds + asleep.seconds) / 2:.0f} s."
+        ),
+        "",
+        SLEEP_WHAT_STAYS,
+        "",
+    ]
 
 
 if __name__ == "__main__":

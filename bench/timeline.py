@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from bench import loadgen
-from bench.harness import Latency, free_port, server
+from bench.harness import Latency, free_port, gateway_env, server
 from core.membership import ParticipantState
 from core.participants import ParticipantSet, parse_address
 from core.storage.database import open_database, upgrade_schema
@@ -135,13 +135,8 @@ def measure(events: int, reads: int) -> dict[str, Latency]:
             "repository": asyncio.run(read_repository(url, thread_id, reads)),
         }
         port, token = free_port(), secrets.token_urlsafe(24)
-        env = {
-            "ROLECALL_VAR_DIR": tmp,
-            "ROLECALL_DATABASE_URL": url,
-            "ROLECALL_PORT": str(port),
-            "ROLECALL_API_TOKEN": token,
-            "ROLECALL_LOG_LEVEL": "warning",
-        }
+        # No role manifests: a concierge would otherwise start answering bob's 50,000 messages.
+        env = gateway_env(Path(tmp), port, token, database_url=url)
         with server(["-m", "gateway", "serve"], port=port, env=env):
             results["http"] = asyncio.run(read_http(port, token, thread_id, reads))
     return results

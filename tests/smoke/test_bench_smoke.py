@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import ingest, timeline
+from bench import ingest, roundtrip, sleep_memory, timeline
 
 
 def test_ingest_benchmark_runs_against_all_three_servers(tmp_path: Path) -> None:
@@ -17,3 +17,18 @@ def test_timeline_benchmark_reads_past_the_blackouts() -> None:
     results = timeline.measure(events=1_500, reads=10)
     assert set(results) == {"ceiling", "repository", "http"}
     assert all(r.count == 10 for r in results.values())
+
+
+def test_roundtrip_benchmark_sees_every_echo(tmp_path: Path) -> None:
+    result = roundtrip.measure(tmp_path, 8, 40, 4, sweep=(1,), sweep_round_trips=10)
+    assert (result.first.latency.count, result.warm.latency.count) == (8, 40)
+    assert [t.latency.count for t in result.sweep] == [10]
+    assert all(t.missing == 0 for t in [result.first, result.warm, *result.sweep])
+    assert result.ceiling.latency.count == 40
+
+
+def test_sleep_memory_benchmark_settles_awake_and_asleep(tmp_path: Path) -> None:
+    runs = sleep_memory.measure(tmp_path, conversations=20)
+    assert (runs["awake"].sessions_awake, runs["awake"].sessions_asleep) == (20, 0)
+    assert (runs["asleep"].sessions_awake, runs["asleep"].sessions_asleep) == (0, 20)
+    assert all(run.used.rss > 0 and run.missing == 0 for run in runs.values())
