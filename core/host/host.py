@@ -8,7 +8,9 @@
 Rules, in the order a nudge meets them:
 
 - **Nudge, then read.** Committed events only nudge (`nudge`); the router nudges every role member
-  of a thread in which someone else posted a message. A nudged run's driver reads from the
+  of a thread in which someone else posted a message. It learns of commits from storage's
+  after-commit listener (`Database.listen`), in this process, and never hands a run an event: the
+  driver reads. A nudged run's driver reads from the
   database everything past the run's cursor. Nudges that arrive while a run is busy set one flag:
   they collapse into a single next read, hence a single next turn.
 - **One turn at a time per run** (per-thread FIFO): a run has one driving loop, and it takes turns
@@ -31,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from core.errors import Conflict, NotFound
@@ -45,7 +47,7 @@ from core.runs.conversation import plan_turn
 from core.runs.run import Run, RunId, RunKind
 from core.runtimes.registry import Runtimes
 from core.storage.database import Database
-from core.timeline import Message, ThreadId
+from core.timeline import AnyEvent, Message, ThreadId
 
 __all__ = ["HostLimits", "RunHost"]
 
@@ -86,21 +88,27 @@ class RunHost:
         }
         self._roles_of: dict[ThreadId, tuple[str, ...]] = {}
         self._background: list[asyncio.Task[None]] = []
+        self._committed: list[Message] = []
+        self._commits = asyncio.Event()
+        self._stop_listening: Callable[[], None] | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        cursor = self._db.bus.head
+        self._stop_listening = self._db.listen(self._on_commit)
         for thread_id, role in await self._db.runs.conversations_with_news():
             self.nudge(thread_id, role)
         self._background = [
-            asyncio.create_task(self._route(cursor), name="rolecall-router"),
+            asyncio.create_task(self._route(), name="rolecall-router"),
             asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
         ]
 
     async def stop(self) -> None:
         """Stop routing; stop running turns (their news is past the cursor: redone on start);
         let every session go."""
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
         tasks = self._background + [live.driving for live in self._live.values() if live.driving]
         for task in tasks:
             task.cancel()
@@ -127,22 +135,28 @@ class RunHost:
             live.queued_at = self._clock()
             live.driving = asyncio.create_task(self._drive(live))
 
-    async def _route(self, cursor: int) -> None:
+    def _on_commit(self, events: Sequence[AnyEvent]) -> None:
+        """Storage's after-commit listener: keep the messages for the router (no I/O here)."""
+        messages = [e for e in events if isinstance(e, Message)]
+        if messages:
+            self._committed.extend(messages)
+            self._commits.set()
+
+    async def _route(self) -> None:
         """Turn committed messages into nudges for the thread's other role members."""
-        bus, threads = self._db.bus, self._db.threads
         while True:
-            await bus.wait_beyond(cursor)
-            try:
-                page = await threads.events_since(cursor)
-                for event in page.events:
-                    if isinstance(event, Message):
-                        for role in await self._roles_in(event.thread_id):
-                            if event.author != Address(f"role:{role}"):
-                                self.nudge(event.thread_id, role)
-                cursor = page.next
-            except Exception:  # keep routing; the events stay past `cursor` and are read again
-                log.exception("routing committed events failed")
-                await asyncio.sleep(1)
+            await self._commits.wait()
+            self._commits.clear()
+            messages, self._committed = self._committed, []
+            for message in messages:
+                try:
+                    roles = await self._roles_in(message.thread_id)
+                except Exception:  # the message stays past the runs' cursors: read on restart
+                    log.exception("routing a message of thread %s failed", message.thread_id)
+                    continue
+                for role in roles:
+                    if message.author != Address(f"role:{role}"):
+                        self.nudge(message.thread_id, role)
 
     async def _roles_in(self, thread_id: ThreadId) -> tuple[str, ...]:
         """The thread's role members (membership is permanent, so this is cached)."""
@@ -176,17 +190,22 @@ class RunHost:
         role = self._roles[live.role]
         async with self._slot(role):
             runs = self._db.runs
-            if live.run_id is None:
-                run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
-                live.run_id = run.id
-                self._by_run[run.id] = live
+            if live.run is None:
+                live.run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
+                live.run_id = live.run.id
+                self._by_run[live.run.id] = live
             given = await runs.turn_input(
-                live.run_id, limit=self._limits.read_limit, recent=self._limits.recent
+                live.run, limit=self._limits.read_limit, recent=self._limits.recent
             )
-            plan = plan_turn(given.page.events, role=role.address, cursor=given.run.cursor)
+            plan = plan_turn(
+                given.page.events,
+                role=role.address,
+                cursor=given.run.cursor,
+                read_to=given.page.next,
+            )
             if not plan.wakes:
-                if plan.advance and plan.cursor_to > given.run.cursor:
-                    await runs.advance_cursor(given.run, plan.cursor_to)
+                if plan.advance:
+                    live.run = await runs.advance_cursor(given.run, plan.cursor_to)
                 return
             if given.page.more:
                 live.nudged = True  # the rest is read for the next turn
@@ -262,6 +281,8 @@ class RunHost:
             raise NotFound(f"no role named {run.role!r} is configured", code="role_not_found")
         fresh, _note = await self._db.runs.start_fresh(run)
         live = self._by_run.get(run_id)
+        if live is not None:
+            live.run, live.generation = None, live.generation + 1
         if live is not None and not live.busy:
             live.resumable = False  # the old session is done for good
             await self._sessions.close(live)

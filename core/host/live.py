@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from core.runs.run import RunId, SessionId
+from core.runs.run import Run, RunId, SessionId
 from core.runtimes.base import AgentSession
 from core.timeline import ThreadId
 
@@ -22,6 +22,11 @@ class LiveRun:
     thread_id: ThreadId
     role: str
     run_id: RunId | None = None
+    run: Run | None = None
+    """The run as this host last knew it (None: read it again). Every write checks the cursor it
+    was based on, so a stale copy can only cost a dropped turn end, never a doubled reply."""
+    generation: int = 0
+    """Bumped by "start fresh": a turn that began before it must not cache its old session."""
     session: AgentSession | None = None
     session_id: SessionId | None = None
     resumable: bool = False

@@ -126,6 +126,7 @@ class TurnTaker:
         queued_at: datetime,
     ) -> None:
         run = given.run
+        generation = live.generation
         attempts: list[dict[str, Any]] = []
         steps: list[dict[str, Any]] = []
         replies: list[str] = []
@@ -188,7 +189,7 @@ class TurnTaker:
             error=error,
         )
         try:
-            await self._runs.finish_turn(
+            _end, after = await self._runs.finish_turn(
                 run,
                 cursor_to=plan.cursor_to,
                 messages=messages,
@@ -199,7 +200,9 @@ class TurnTaker:
             )
             if state is not None or run.session.opened:
                 live.resumable = True
+            live.run = after if live.generation == generation else None
         except Conflict:
+            live.run = None
             log.warning("run %s moved on while its turn ran; the turn's end was dropped", run.id)
             outcome = TurnOutcome.SUPERSEDED
             await self._sessions.close(live)

@@ -6,8 +6,9 @@ A run is only ever nudged; it then reads every event after its cursor that its r
 - A person's message (not retracted) **wakes** a turn that must end in a reply to them. All the
   news since the cursor goes into that one turn, in order: nudges that arrived while the run
   was busy collapse into it.
-- The run's own messages and the gateway's `system` notes are not news to it. When nothing but
-  those lies past the cursor, the cursor simply moves over them (no turn).
+- The run's own messages and the gateway's `system` notes are not news to it, nor is what its role
+  may not see. When nothing but those lies past the cursor, the cursor simply moves over them (no
+  turn).
 - Other news (a participant removed or re-added, a retraction) does not wake a turn on its own; it
   stays past the cursor and is told with the next turn.
 
@@ -62,17 +63,21 @@ def _wakes(event: AnyEvent) -> bool:
     )
 
 
-def plan_turn(events: Sequence[AnyEvent], *, role: Address, cursor: int) -> TurnPlan:
-    """Decide on the events past `cursor` that `role` may see (in `seq` order)."""
+def plan_turn(
+    events: Sequence[AnyEvent], *, role: Address, cursor: int, read_to: int | None = None
+) -> TurnPlan:
+    """Decide on the events past `cursor` that `role` may see (in `seq` order). `read_to` is the
+    last `seq` the read covered (events the role may not see included; default: the last event)."""
     news = [e for e in events if not _own(e, role)]
     wakes = any(_wakes(e) for e in news)
+    last = read_to if read_to is not None else (events[-1].seq if events else cursor)
     return TurnPlan(
         cursor_from=cursor,
-        cursor_to=events[-1].seq if events else cursor,
+        cursor_to=last,
         news=news,
         wakes=wakes,
         cause=TurnCause.MESSAGE,
-        advance=bool(events) and (wakes or not news),
+        advance=last > cursor and (wakes or not news),
     )
 
 

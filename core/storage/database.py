@@ -6,13 +6,15 @@
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
-the new head position and hands the appended events to `on_appended` (for metrics).
+the new head position and hands the appended events to `on_appended` (for metrics) and to every
+listener added with `db.listen(…)` (the run host's router: it learns whom to nudge without
+reading back what this process has just written).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from core.bus import CommittedEvents
@@ -40,6 +42,13 @@ class Database:
     _writer: Writer
     _writes: Transactor
     _reads: Transactor
+    _listeners: list[Callable[[Sequence[AnyEvent]], None]] = field(default_factory=list)
+
+    def listen(self, listener: Callable[[Sequence[AnyEvent]], None]) -> Callable[[], None]:
+        """Call `listener` with the events of every commit made here, right after it; returns
+        the function that stops it. Listeners must be quick and must not raise."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     async def close(self) -> None:
         """Commit what is queued, then let go of every connection."""
@@ -57,10 +66,13 @@ async def open_database(
     max_batch: int = 256,
 ) -> Database:
     bus = bus or CommittedEvents()
+    listeners: list[Callable[[Sequence[AnyEvent]], None]] = []
 
     def committed(events: Sequence[AnyEvent]) -> None:
         if on_appended is not None:
             on_appended(events)
+        for listener in listeners:
+            listener(events)
         bus.publish(events[-1].position)
 
     writes, reads = _transactors(url)
@@ -75,6 +87,7 @@ async def open_database(
         _writer=writer,
         _writes=writes,
         _reads=reads,
+        _listeners=listeners,
     )
 
 

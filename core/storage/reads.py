@@ -56,12 +56,12 @@ _MEMBER_AND_OWN_CHANGES = (
 )
 # Every event read carries whether a retraction targets it (the partial unique index answers).
 _retractions = _e.alias("retractions")
-_RETRACTED = (
+RETRACTED = (
     exists()
     .where(_retractions.c.kind == EventKind.RETRACTION.value, _retractions.c.target == _e.c.id)
     .label("retracted")
 )
-_RANGE = select(_e, _RETRACTED).where(
+_RANGE = select(_e, RETRACTED).where(
     _e.c.thread_id == bindparam("thread_id"),
     _e.c.seq >= bindparam("low"),
     _e.c.seq <= bindparam("high"),
@@ -70,7 +70,7 @@ _OLDEST_FIRST = _RANGE.order_by(_e.c.seq).limit(bindparam("limit"))
 _NEWEST_FIRST = _RANGE.order_by(_e.c.seq.desc()).limit(bindparam("limit"))
 NO_END = 2**62
 _SINCE = (
-    select(_e, _RETRACTED)
+    select(_e, RETRACTED)
     .where(_e.c.position > bindparam("position"))
     .order_by(_e.c.position)
     .limit(bindparam("limit"))
@@ -184,7 +184,7 @@ def forward(
             break
     page = rows[:limit]
     return TimelinePage(
-        events=[_event(row) for row in page],
+        events=[event_of(row) for row in page],
         next=page[-1].seq if page else after,
         more=len(rows) > limit,
     )
@@ -214,14 +214,14 @@ def backward(
     page = rows[:limit][::-1]
     more = len(rows) > limit
     return TimelinePage(
-        events=[_event(row) for row in page], next=page[0].seq if more else None, more=more
+        events=[event_of(row) for row in page], next=page[0].seq if more else None, more=more
     )
 
 
 def since(conn: Connection, position: int, limit: int) -> EventPage:
     rows = conn.execute(_SINCE, {"position": position, "limit": limit}).all()
     return EventPage(
-        events=[_event(row) for row in rows], next=rows[-1].position if rows else position
+        events=[event_of(row) for row in rows], next=rows[-1].position if rows else position
     )
 
 
@@ -242,6 +242,6 @@ def _range(
     return conn.execute(query, {**params, "limit": wanted + 1}).all()
 
 
-def _event(row: Any) -> AnyEvent:
+def event_of(row: Any) -> AnyEvent:
     """An event from a row of `select(events, retracted)`."""
     return event_from_row(row[:-1], retracted=row.retracted)

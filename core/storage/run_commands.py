@@ -84,13 +84,16 @@ class AdvanceCursor(_OnThread):
     expected_cursor: int
     to: int
 
+    @property
+    def run_ids(self) -> Sequence[str]:
+        return (self.run_id,)
+
     def apply(self, batch: Batch) -> Callable[[], bool]:
-        moved = batch.connection.execute(
-            update(_r)
-            .where(_r.c.id == self.run_id, _r.c.cursor == self.expected_cursor)
-            .values(cursor=self.to, updated_at=batch.now)
-        ).rowcount
-        return lambda: moved == 1
+        state = batch.run(self.run_id)
+        if state.cursor != self.expected_cursor:
+            return lambda: False
+        state.cursor, state.changed = self.to, True
+        return lambda: True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +119,9 @@ class TurnEnd:
     replies: Sequence[AnyEvent]
     cursor: int
     turn_number: int
+    status: RunStatus
+    failures: int
+    last_error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +139,10 @@ class FinishTurn(_OnThread):
     session_state: Mapping[str, Any] | None
     failed: bool = False
 
+    @property
+    def run_ids(self) -> Sequence[str]:
+        return (self.run_id,)
+
     def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
         thread = batch.thread(self.thread_id)
         role = Address(f"role:{self.role}")
@@ -145,20 +155,19 @@ class FinishTurn(_OnThread):
         caught_up = thread.last_seq == self.cursor_to
         posted = len(said) if speaks else 0
         cursor = thread.last_seq + posted if caught_up else self.cursor_to
-        number = batch.connection.execute(
-            _FINISH_FAILED if self.failed else _FINISH,
-            {
-                "b_id": self.run_id,
-                "b_expected": self.expected_cursor,
-                "b_cursor": cursor,
-                "b_error": self.record.error,
-                "b_now": batch.now,
-            },
-        ).scalar()
-        if number is None:
+        state = batch.run(self.run_id)
+        if state.cursor != self.expected_cursor:
             raise Conflict(
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
+        state.cursor = cursor
+        state.last_turn = number = state.last_turn + 1
+        if self.failed:
+            state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
+            state.last_error = self.record.error
+        else:
+            state.status, state.failures = RunStatus.READY.value, 0
+        state.changed = True
         indexes: list[int] = []
         if speaks:
             for text in self.messages:
@@ -191,39 +200,17 @@ class FinishTurn(_OnThread):
                 "error": error,
             },
         )
+        status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
         return lambda: TurnEnd(
-            replies=[batch.committed[i] for i in indexes], cursor=cursor, turn_number=number
+            replies=[batch.committed[i] for i in indexes],
+            cursor=cursor,
+            turn_number=number,
+            status=status,
+            failures=failures,
+            last_error=last_error,
         )
 
 
-# The end of a turn moves the run on only from where the turn started (`b_expected`); RETURNING
-# gives the turn's number, or nothing when the run moved on meanwhile.
-_FINISH_WHERE = (_r.c.id == bindparam("b_id")) & (_r.c.cursor == bindparam("b_expected"))
-_FINISH = (
-    update(_r)
-    .where(_FINISH_WHERE)
-    .values(
-        cursor=bindparam("b_cursor"),
-        status=RunStatus.READY.value,
-        failures=0,
-        last_turn=_r.c.last_turn + 1,
-        updated_at=bindparam("b_now"),
-    )
-    .returning(_r.c.last_turn)
-)
-_FINISH_FAILED = (
-    update(_r)
-    .where(_FINISH_WHERE)
-    .values(
-        cursor=bindparam("b_cursor"),
-        status=RunStatus.FAILED.value,
-        failures=_r.c.failures + 1,
-        last_error=bindparam("b_error"),
-        last_turn=_r.c.last_turn + 1,
-        updated_at=bindparam("b_now"),
-    )
-    .returning(_r.c.last_turn)
-)
 _SAVE_SESSION = update(_s).where(_s.c.id == bindparam("b_id")).values(state=bindparam("b_state"))
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, literal, or_, select
+from sqlalchemy import Connection, and_, bindparam, literal, or_, select, union_all
 
 from core.errors import NotFound
 from core.participants import Address
@@ -30,12 +30,17 @@ from core.runs.run import (
 from core.storage import reads, schema
 from core.storage.repository import TimelinePage
 from core.storage.rows import from_micros
-from core.timeline import EventId, ThreadId
+from core.timeline import EventId, EventKind, ThreadId
+from core.visibility import blackouts, is_visible, own_changes
 
 _r, _s, _turns = schema.runs, schema.run_sessions, schema.turns
-_t, _p = schema.threads, schema.thread_participants
+_t, _p, _e = schema.threads, schema.thread_participants, schema.events
 
 _RUN = select(_r, _s.c.number, _s.c.opened_at, _s.c.state).join(_s, _s.c.id == _r.c.session_id)
+_RUN_BY_ID = _RUN.where(_r.c.id == bindparam("run_id"))
+_RUN_OF_ROLE_IN_THREAD = _RUN.where(
+    _r.c.thread_id == bindparam("thread_id"), _r.c.role == bindparam("role")
+)
 
 
 def run_from_row(row: Any) -> Run:
@@ -62,14 +67,14 @@ def run_from_row(row: Any) -> Run:
 
 
 def run(conn: Connection, run_id: str) -> Run:
-    row = conn.execute(_RUN.where(_r.c.id == run_id)).first()
+    row = conn.execute(_RUN_BY_ID, {"run_id": run_id}).first()
     if row is None:
         raise NotFound(f"no run with id {run_id!r}", code="run_not_found")
     return run_from_row(row)
 
 
 def conversation_run(conn: Connection, thread_id: ThreadId, role: str) -> Run | None:
-    row = conn.execute(_RUN.where(_r.c.thread_id == thread_id, _r.c.role == role)).first()
+    row = conn.execute(_RUN_OF_ROLE_IN_THREAD, {"thread_id": thread_id, "role": role}).first()
     return run_from_row(row) if row else None
 
 
@@ -129,16 +134,59 @@ def turns(conn: Connection, run_id: str, after: int, limit: int) -> list[Turn]:
 class TurnInput:
     run: Run
     page: TimelinePage
-    """What the role may see past the run's cursor."""
+    """What the role may see past the run's cursor; `next` is the last `seq` read (hidden events
+    included), where the cursor may go once the turn is done."""
     recent: TimelinePage | None
     """For a session's opening turn: the conversation up to the cursor (newest `recent`)."""
 
 
-def turn_input(conn: Connection, run_id: RunId, limit: int, recent: int) -> TurnInput:
-    current = run(conn, run_id)
+# A run's news in one statement: the role's own state changes up to the cursor (for its blackout
+# windows) and every event past it. Visibility is then decided by `core.visibility`. The run
+# exists only for a member (membership is permanent), so no membership check is needed.
+_own = (
+    select(_e, reads.RETRACTED)
+    .where(
+        _e.c.thread_id == bindparam("thread_id"),
+        _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+        _e.c.participant == bindparam("viewer"),
+        _e.c.seq <= bindparam("after"),
+    )
+    .subquery("own")
+)
+_past = (
+    select(_e, reads.RETRACTED)
+    .where(_e.c.thread_id == bindparam("thread_id"), _e.c.seq > bindparam("after"))
+    .order_by(_e.c.seq)
+    .limit(bindparam("limit"))
+    .subquery("past")
+)
+_NEWS = union_all(select(_own), select(_past))
+
+
+def news(
+    conn: Connection, thread_id: ThreadId, viewer: Address, after: int, limit: int
+) -> TimelinePage:
+    """The events past `after` that `viewer` (a member) may see, oldest first, at most `limit`
+    read; `next` is the last `seq` read, seen or not."""
+    rows = conn.execute(
+        _NEWS, {"thread_id": thread_id, "viewer": viewer, "after": after, "limit": limit + 1}
+    ).all()
+    events = sorted((reads.event_of(row) for row in rows), key=lambda e: e.seq)
+    windows = blackouts(own_changes(viewer, events))
+    read = [e for e in events if e.seq > after]
+    page = read[:limit]
+    return TimelinePage(
+        events=[e for e in page if is_visible(viewer, e, windows)],
+        next=page[-1].seq if page else after,
+        more=len(read) > limit,
+    )
+
+
+def turn_input(conn: Connection, current: Run, limit: int, recent: int) -> TurnInput:
+    """The driver's read for one turn of `current` (as the host last knew it)."""
     assert current.thread_id is not None, "only conversation runs read a thread"
     role = current.role_address
-    page = reads.forward(conn, current.thread_id, role, current.cursor, limit)
+    page = news(conn, current.thread_id, role, current.cursor, limit)
     opening = None
     if not current.session.opened and current.cursor > 0:
         opening = reads.backward(conn, current.thread_id, role, current.cursor + 1, recent)

@@ -8,10 +8,11 @@ end of a turn commits with the replies it posts; reads are functions over one sn
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.participants import Address
-from core.runs.run import Run, RunId, Turn
+from core.runs.run import Run, Turn
 from core.storage import run_reads
 from core.storage.repository import DEFAULT_PAGE, TimelinePage
 from core.storage.run_commands import (
@@ -41,9 +42,12 @@ class SqlRunRepository:
         """The run of `role` in the thread, and whether this call created it."""
         return await self._writer.run(EnsureConversationRun(thread_id, role))
 
-    async def advance_cursor(self, run: Run, to: int) -> bool:
+    async def advance_cursor(self, run: Run, to: int) -> Run | None:
+        """Move the cursor of `run` (as the caller knew it) to `to`: the run as it now stands,
+        or None when it had moved on meanwhile."""
         assert run.thread_id is not None
-        return await self._writer.run(AdvanceCursor(run.thread_id, run.id, run.cursor, to))
+        moved = await self._writer.run(AdvanceCursor(run.thread_id, run.id, run.cursor, to))
+        return replace(run, cursor=to) if moved else None
 
     async def finish_turn(
         self,
@@ -55,9 +59,10 @@ class SqlRunRepository:
         record: TurnRecord,
         session_state: Mapping[str, Any] | None,
         failed: bool = False,
-    ) -> TurnEnd:
+    ) -> tuple[TurnEnd, Run]:
+        """Commit the end of a turn of `run`; the answer, and the run as it now stands."""
         assert run.thread_id is not None
-        return await self._writer.run(
+        end = await self._writer.run(
             FinishTurn(
                 run.thread_id,
                 run.id,
@@ -70,6 +75,18 @@ class SqlRunRepository:
                 session_state,
                 failed,
             )
+        )
+        session = run.session
+        if session_state is not None:
+            session = replace(session, state=dict(session_state))
+        return end, replace(
+            run,
+            cursor=end.cursor,
+            turns=end.turn_number,
+            status=end.status,
+            failures=end.failures,
+            last_error=end.last_error,
+            session=session,
         )
 
     async def start_fresh(self, run: Run) -> tuple[Run, AnyEvent]:
@@ -92,8 +109,9 @@ class SqlRunRepository:
     async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
         return await self._reads.transact(lambda c: run_reads.turns(c, run_id, after, limit))
 
-    async def turn_input(self, run_id: RunId, *, limit: int, recent: int) -> TurnInput:
-        return await self._reads.transact(lambda c: run_reads.turn_input(c, run_id, limit, recent))
+    async def turn_input(self, run: Run, *, limit: int, recent: int) -> TurnInput:
+        """What a turn of `run` (as the caller last knew it) reads: see `run_reads.turn_input`."""
+        return await self._reads.transact(lambda c: run_reads.turn_input(c, run, limit, recent))
 
     async def pending(
         self, thread_id: ThreadId, role: Address, *, after: int, limit: int

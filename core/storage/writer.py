@@ -75,6 +75,30 @@ class ThreadState:
         )
 
 
+@dataclass(slots=True)
+class RunState:
+    """A run's row as one batch sees and changes it (its thread is locked: see run_commands)."""
+
+    id: str
+    cursor: int
+    status: str
+    failures: int
+    last_error: str | None
+    last_turn: int
+    changed: bool = False
+
+    def to_params(self, now: int) -> dict[str, Any]:
+        return {
+            "b_id": self.id,
+            "b_cursor": self.cursor,
+            "b_status": self.status,
+            "b_failures": self.failures,
+            "b_last_error": self.last_error,
+            "b_last_turn": self.last_turn,
+            "b_now": now,
+        }
+
+
 EventType = type[Message] | type[StateChange] | type[Retraction] | type[SystemNote]
 
 
@@ -97,6 +121,7 @@ class Batch:
         self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
+        self.runs: dict[str, RunState] = {}
         self.rows_after: dict[Table, list[Callable[[], dict[str, Any]]]] = {}
         """Rows to insert once the staged events have their ids (one executemany per table)."""
 
@@ -116,6 +141,28 @@ class Batch:
                     states={},
                 )
             thread.states[Address(row.address)] = ParticipantState(row.state)
+
+    def load_runs(self, run_ids: Sequence[str]) -> None:
+        """Read the rows of these runs (one query); a command's threads are locked first."""
+        wanted = sorted(set(run_ids) - set(self.runs))
+        if not wanted:
+            return
+        for row in self.connection.execute(_LOAD_RUNS, {"ids": wanted}):
+            self.runs[row.id] = RunState(
+                id=row.id,
+                cursor=row.cursor,
+                status=row.status,
+                failures=row.failures,
+                last_error=row.last_error,
+                last_turn=row.last_turn,
+            )
+
+    def run(self, run_id: str) -> RunState:
+        self.load_runs([run_id])
+        state = self.runs.get(run_id)
+        if state is None:
+            raise NotFound(f"no run with id {run_id!r}", code="run_not_found")
+        return state
 
     def thread(self, thread_id: ThreadId) -> ThreadState:
         state = self.threads.get(thread_id)
@@ -165,8 +212,10 @@ class Batch:
                 _SET_STATES,
                 [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
             )
+        if runs := [r.to_params(self.now) for r in self.runs.values() if r.changed]:
+            self.connection.execute(_UPDATE_RUNS, runs)
         for table, rows in self.rows_after.items():
-            self.connection.execute(table.insert(), [row() for row in rows])
+            self.connection.execute(_insert_into(table), [row() for row in rows])
 
     def insert_after_flush(self, table: Table, row: Callable[[], dict[str, Any]]) -> None:
         """Insert `row()` into `table` once the staged events exist (it may refer to them)."""
@@ -207,11 +256,38 @@ _SET_POLICY = (
     .where(_t.c.id == bindparam("b_id"))
     .values(memory_thread_only=bindparam("b_thread_only"))
 )
+_r = schema.runs
+_LOAD_RUNS = select(
+    _r.c.id, _r.c.cursor, _r.c.status, _r.c.failures, _r.c.last_error, _r.c.last_turn
+).where(_r.c.id.in_(bindparam("ids", expanding=True)))
+_UPDATE_RUNS = (
+    update(_r)
+    .where(_r.c.id == bindparam("b_id"))
+    .values(
+        cursor=bindparam("b_cursor"),
+        status=bindparam("b_status"),
+        failures=bindparam("b_failures"),
+        last_error=bindparam("b_last_error"),
+        last_turn=bindparam("b_last_turn"),
+        updated_at=bindparam("b_now"),
+    )
+)
 _SET_STATES = (
     update(_p)
     .where(_p.c.thread_id == bindparam("b_id"), _p.c.address == bindparam("b_address"))
     .values(state=bindparam("b_state"))
 )
+
+
+_INSERTS: dict[str, Any] = {}
+
+
+def _insert_into(table: Table) -> Any:
+    """The table's INSERT statement, built once."""
+    statement = _INSERTS.get(table.name)
+    if statement is None:
+        statement = _INSERTS[table.name] = table.insert()
+    return statement
 
 
 @dataclass(slots=True)
@@ -304,6 +380,7 @@ def _apply(
     """Run a batch of commands in the open transaction `connection`; stage, then flush."""
     batch = Batch(connection, now)
     batch.load([tid for command in commands for tid in command.thread_ids])
+    batch.load_runs([rid for command in commands for rid in getattr(command, "run_ids", ())])
     finishers: list[Callable[[], Any] | RolecallError] = []
     for command in commands:
         try:
