@@ -13,6 +13,7 @@ database depends on the backend:
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
@@ -32,21 +33,44 @@ class Transactor(Protocol):
 
 
 class ThreadTransactor:
-    """SQLite: a synchronous engine used only from its own threads (one, for the writer)."""
+    """SQLite: a synchronous engine used only from its own threads (one, for the writer).
+
+    Each thread keeps one connection open for good, so a unit of work costs a BEGIN and a COMMIT,
+    not a pool checkout, a reset and a return as well.
+    """
 
     def __init__(self, engine: Engine, *, threads: int = 1, name: str = "rolecall-db") -> None:
         self._engine = engine
         self._thread = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self._local = threading.local()
+        self._connections: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def _connection(self) -> Connection:
+        connection: Connection | None = getattr(self._local, "connection", None)
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._local.connection = self._engine.connect()
+            with self._lock:
+                self._connections.append(connection)
+        return connection
 
     def _run(self, work: Callable[[Connection], R]) -> R:
-        with self._engine.begin() as connection:
+        connection = self._connection()
+        with connection.begin():
             return work(connection)
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
 
+    def _dispose(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+        self._engine.dispose()
+
     async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, self._engine.dispose)
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._dispose)
         self._thread.shutdown(wait=True)
 
 
