@@ -19,9 +19,19 @@ from core.errors import Conflict, NotAllowed
 from core.membership import ParticipantState
 from core.participants import Address
 from core.runs.conversation import FRESH_SESSION_NOTICE
-from core.runs.run import Run, RunId, RunKind, RunStatus, TurnCause, TurnOutcome
+from core.runs.run import (
+    Run,
+    RunId,
+    RunKind,
+    RunStatus,
+    Session,
+    SessionId,
+    TurnCause,
+    TurnOutcome,
+)
 from core.storage import schema
 from core.storage.ids import new_id
+from core.storage.rows import from_micros
 from core.storage.run_reads import conversation_run, run
 from core.storage.writer import Batch
 from core.timeline import AnyEvent, Message, SystemNote, ThreadId
@@ -53,27 +63,56 @@ class EnsureConversationRun(_OnThread):
             raise NotAllowed(
                 f"role:{self.role} is not a member of this thread", code="not_a_member"
             )
-        run_id, session_id = new_id(), new_id()
+        run_id, session_id = RunId(new_id()), SessionId(new_id())
         batch.connection.execute(
-            insert(_r).values(
-                id=run_id,
-                kind=RunKind.CONVERSATION.value,
-                role=self.role,
-                thread_id=self.thread_id,
-                cursor=0,
-                status=RunStatus.READY.value,
-                failures=0,
-                session_id=session_id,
-                last_turn=0,
-                created_at=batch.now,
-                updated_at=batch.now,
-            )
+            _INSERT_RUN,
+            {
+                "id": run_id,
+                "kind": RunKind.CONVERSATION.value,
+                "role": self.role,
+                "thread_id": self.thread_id,
+                "task_id": None,
+                "cursor": 0,
+                "status": RunStatus.READY.value,
+                "failures": 0,
+                "last_error": None,
+                "session_id": session_id,
+                "last_turn": 0,
+                "created_at": batch.now,
+                "updated_at": batch.now,
+            },
         )
         batch.connection.execute(
-            insert(_s).values(id=session_id, run_id=run_id, number=1, opened_at=batch.now)
+            _INSERT_SESSION,
+            {
+                "id": session_id,
+                "run_id": run_id,
+                "number": 1,
+                "opened_at": batch.now,
+                "state": None,
+            },
         )
-        created = run(batch.connection, run_id)
+        now = from_micros(batch.now)
+        created = Run(
+            id=run_id,
+            kind=RunKind.CONVERSATION,
+            role=self.role,
+            thread_id=self.thread_id,
+            task_id=None,
+            cursor=0,
+            status=RunStatus.READY,
+            failures=0,
+            last_error=None,
+            session=Session(id=session_id, number=1, opened_at=now, state=None),
+            turns=0,
+            created_at=now,
+            updated_at=now,
+        )
         return lambda: (created, True)
+
+
+_INSERT_RUN = insert(_r)
+_INSERT_SESSION = insert(_s)
 
 
 @dataclass(frozen=True, slots=True)
