@@ -202,4 +202,6 @@ def check_retraction(target: Event | None, author: Address, *, already_retracted
 
 def rfc3339(at: datetime) -> str:
     """`2026-11-30T05:23:46.123456Z`: UTC, always with microseconds."""
-    return at.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    if at.tzinfo is not UTC:  # storage's times are UTC already: skip the conversion for them
+        at = at.astimezone(UTC)
+    return at.isoformat(timespec="microseconds")[:-6] + "Z"

@@ -131,19 +131,27 @@ class HostMetrics:
             registry=registry,
         )
         self.sessions(awake=0, asleep=0)
+        # Label lookups cost more than the updates; roles and outcomes are bounded sets.
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        child = self._children.get((metric, *labels))
+        if child is None:
+            child = self._children[(metric, *labels)] = metric.labels(*labels)
+        return child
 
     def turn_started(self, role: str) -> None:
-        self.started.labels(role=role).inc()
+        self._child(self.started, role).inc()
 
     def turn_finished(self, role: str, outcome: str, seconds: float) -> None:
-        self.finished.labels(role=role, outcome=outcome).inc()
-        self.duration.labels(role=role).observe(seconds)
+        self._child(self.finished, role, outcome).inc()
+        self._child(self.duration, role).observe(seconds)
 
     def attempt_failed(self, role: str) -> None:
-        self.failed_attempts.labels(role=role).inc()
+        self._child(self.failed_attempts, role).inc()
 
     def queue_wait(self, role: str, seconds: float) -> None:
-        self.waited.labels(role=role).observe(seconds)
+        self._child(self.waited, role).observe(seconds)
 
     def sessions(self, *, awake: int, asleep: int) -> None:
         self.sessions_gauge.labels(state="awake").set(awake)
