@@ -38,7 +38,7 @@ class LiveRun:
     queued_at: datetime | None = None
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
-    attempt: asyncio.Task[tuple[list[dict[str, Any]], list[str]]] | None = None
+    attempt: asyncio.Task[tuple[AgentSession, list[dict[str, Any]], list[str]]] | None = None
     """The running attempt at a turn (what `cancel` stops)."""
     cancel_requested: bool = False
     turn_ended: asyncio.Event = field(default_factory=asyncio.Event)

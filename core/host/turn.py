@@ -32,7 +32,7 @@ from core.runs.conversation import (
     pending_for,
     prompt_for,
 )
-from core.runs.run import TurnCause, TurnOutcome
+from core.runs.run import Run, TurnCause, TurnOutcome
 from core.runtimes.base import AgentSession, Prompt, PromptEvent, Reply, Step, ToolCall
 from core.storage.rows import to_micros
 from core.storage.run_reads import TurnInput
@@ -40,6 +40,9 @@ from core.storage.sql_runs import SqlRunRepository, TurnRecord
 from core.timeline import ThreadId
 
 log = logging.getLogger("rolecall.host")
+
+Attempted = tuple[AgentSession, list[dict[str, Any]], list[str]]
+"""What a successful attempt leaves: the session, the transcript's steps, the replies."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,21 +137,21 @@ class TurnTaker:
         cancelled = False
         session: AgentSession | None = None
         for number in range(self._limits.attempts):
-            if number:
-                await asyncio.sleep(self._limits.backoff * 2 ** (number - 1))
-            began = self._clock()
+            delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
+            began: list[datetime] = []
             try:
-                session = await self._sessions.for_turn(live, role, run)
-                steps, replies = await self._attempt(live, session, prompt, tools, role)
+                session, steps, replies = await self._attempt(
+                    live, role, run, prompt, tools, delay, began
+                )
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if not live.cancel_requested or (task is not None and task.cancelling()):
                     raise  # the host is stopping: the turn is redone after restart
                 attempts.append(self._attempt_record(began, "cancelled by an operator"))
                 cancelled = True
-                if session is not None:
+                if live.session is not None:
                     with contextlib.suppress(Exception):
-                        await session.cancel()
+                        await live.session.cancel()
                 await self._sessions.close(live)
                 break
             except Exception as failure:  # any runtime failure is this turn's failure
@@ -211,19 +214,38 @@ class TurnTaker:
         self._observer.turn_finished(role.name, outcome.value, seconds)
 
     async def _attempt(
-        self, live: LiveRun, session: AgentSession, prompt: Prompt, tools: _Tools, role: Role
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        live.attempt = asyncio.create_task(_collect(session, prompt, tools))
+        self,
+        live: LiveRun,
+        role: Role,
+        run: Run,
+        prompt: Prompt,
+        tools: _Tools,
+        delay: float,
+        began: list[datetime],
+    ) -> Attempted:
+        """One attempt, in a task of its own (what `cancel` stops, backoff included): wait
+        `delay`, wake or start the session, prompt it and collect what it does."""
+
+        async def attempt() -> Attempted:
+            if delay:
+                await asyncio.sleep(delay)
+            began.append(self._clock())
+            session = await self._sessions.for_turn(live, role, run)
+            steps, replies = await _collect(session, prompt, tools)
+            return session, steps, replies
+
+        live.attempt = asyncio.create_task(attempt())
         try:
-            async with asyncio.timeout(role.turn_timeout):
+            async with asyncio.timeout(role.turn_timeout + delay):
                 return await live.attempt
         finally:
             live.attempt = None
 
-    def _attempt_record(self, began: datetime, error: str | None) -> dict[str, Any]:
+    def _attempt_record(self, began: list[datetime], error: str | None) -> dict[str, Any]:
+        finished = self._clock()
         return {
-            "started_at": to_micros(began),
-            "finished_at": to_micros(self._clock()),
+            "started_at": to_micros(began[0] if began else finished),
+            "finished_at": to_micros(finished),
             "error": error,
         }
 

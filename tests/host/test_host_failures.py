@@ -138,3 +138,22 @@ async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_sc
 
 async def _value(value: bool) -> bool:
     return value
+
+
+async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make_scene):
+    agent = flaky(3)
+    limits = HostLimits(attempts=3, backoff=30)
+    async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:
+        thread = await scene.conversation("person:ann", "role:flaky")
+        await scene.say(thread, "person:ann", "hello")
+        run = await scene.run_of(thread)
+        await eventually(lambda: _value(agent.attempts == 1 and scene.host.is_running(run.id)))
+
+        started = time.monotonic()
+        assert await scene.host.cancel(run.id) is True
+        assert time.monotonic() - started < 1
+        [turn] = await scene.db.runs.turns(run.id)
+        assert turn.outcome is TurnOutcome.CANCELLED
+        assert [a.error for a in turn.attempts][1] == "cancelled by an operator"
+        assert "attempt 1" in (turn.attempts[0].error or "")
+        assert agent.attempts == 1  # no attempt after the cancel
