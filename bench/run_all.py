@@ -44,17 +44,17 @@ the interpreter lock. Batches hold about as many messages as there are clients w
 
 ROUNDTRIP_WHERE_THE_TIME_GOES = """\
 Where the time goes. A round trip is far more work for the gateway than an ingested message:
-the person message's write batch; the router's read of what was committed; the run's read of
-its news (`turn_input`); the echo turn itself (in process, next to nothing); the end of the
-turn, one write batch that commits the reply with the run's cursor, session state and turn
-record; and the reads that answer the listener's long-polls. That is two commits and three or
-more reads, each a hop to a database thread, all sharing one interpreter lock. A sampling
-profile (py-spy, 16 posters; not part of this run) found the lock held about two thirds of the
-time: about half of that by the writer thread, most of it in the end-of-turn command (building
-the SQLAlchemy Core statements for the turn record, the reply, the cursor and the session
-state), a third by the event loop (HTTP, routing, the host), and the rest by the four reader
-threads. More posters make write batches and stream pages larger, so CPU per round trip falls,
-but latency grows faster than throughput."""
+the person message's HTTP request and its share of a write batch; the run host's routing (from
+the writer's after-commit callback, no read); the run's read of its news (one statement in a
+reader thread); the echo turn itself (in process, next to nothing); the end of the turn, which
+commits the reply with the run's cursor and the turn's record in the next write batch; and the
+listener's long-poll requests that carry both events out as JSON. That is two commits, one run
+read and two event reads per round trip, each a hop to a database thread, all sharing one
+interpreter lock. A sampling profile (py-spy, 32 posters; not part of this run) found the lock
+held about half the time by the event loop (HTTP, the long-poll's JSON, the host), and a quarter
+each by the writer thread and the reader threads. Earlier versions of the host were slower
+(about 370 round trips/s): they read each run's row on every turn, built statements per call,
+read every commit back to route it, and checked out a pooled connection per unit of work."""
 
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
@@ -260,8 +260,8 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
             + (
                 ""
                 if _meets(warm)
-                else " The target is out of reach without changing the gateway, which this "
-                "benchmark does not touch."
+                else " Reaching the target would take less than half the CPU per round trip: "
+                "fewer hops to database threads per turn, or turns taken in batches."
             )
         ),
         "",
