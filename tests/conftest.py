@@ -17,6 +17,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from core.storage import schema
 from core.storage.database import Database, open_database, upgrade_schema
 
 ADMIN_URL = os.environ.get(
@@ -63,9 +64,9 @@ def postgres_database() -> Iterator[str]:
 async def _empty_postgres(url: str) -> None:
     connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
+        tables = [t.name for t in schema.metadata.sorted_tables if t.name != "stream_positions"]
         await connection.execute(
-            "TRUNCATE turns, run_sessions, runs, events, thread_participants, threads;"
-            "UPDATE stream_positions SET value = 0"
+            f"TRUNCATE {', '.join(tables)}; UPDATE stream_positions SET value = 0"
         )
     finally:
         await connection.close()

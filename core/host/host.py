@@ -77,7 +77,7 @@ class RunHost:
         self._clock = clock
         self._observer = observer or NoObserver()
         self._sessions = Sessions(runtimes, self._observer)
-        self._turns = TurnTaker(database.runs, self._sessions, self._limits, clock, self._observer)
+        self._turns = TurnTaker(database, self._sessions, self._limits, clock, self._observer)
         self._live: dict[tuple[ThreadId, str], LiveRun] = {}
         self._by_run: dict[RunId, LiveRun] = {}
         self._slots = asyncio.Semaphore(self._limits.slots)

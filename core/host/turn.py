@@ -22,22 +22,21 @@ from core.errors import Conflict
 from core.host.live import LiveRun
 from core.host.observer import HostObserver
 from core.host.sessions import Sessions
-from core.participants import Address
 from core.roles.role import Role
 from core.runs.conversation import (
     TurnPlan,
     cancel_notice,
     end_of_turn,
     failure_notice,
-    pending_for,
     prompt_for,
 )
 from core.runs.run import Run, TurnCause, TurnOutcome
-from core.runtimes.base import AgentSession, Prompt, PromptEvent, Reply, Step, ToolCall
+from core.runtimes.base import AgentSession, Prompt, Reply, Step, ToolCall
+from core.storage.database import Database
 from core.storage.rows import to_micros
 from core.storage.run_reads import TurnInput
-from core.storage.sql_runs import SqlRunRepository, TurnRecord
-from core.timeline import ThreadId
+from core.storage.sql_runs import TurnRecord
+from core.tools import ConversationTools
 
 log = logging.getLogger("rolecall.host")
 
@@ -59,19 +58,6 @@ class HostLimits:
     """Events a session's opening prompt carries."""
 
 
-class _Tools:
-    """The host's tools for one turn."""
-
-    def __init__(
-        self, runs: SqlRunRepository, thread_id: ThreadId, role: Address, after: int
-    ) -> None:
-        self._runs, self._thread_id, self._role, self._after = runs, thread_id, role, after
-
-    async def peek_pending(self) -> Sequence[PromptEvent]:
-        page = await self._runs.pending(self._thread_id, self._role, after=self._after, limit=200)
-        return pending_for(page.events, role=self._role)
-
-
 def _describe(error: BaseException) -> str:
     if isinstance(error, TimeoutError):
         return "the turn took longer than the role's turn_timeout"
@@ -82,13 +68,14 @@ def _describe(error: BaseException) -> str:
 class TurnTaker:
     def __init__(
         self,
-        runs: SqlRunRepository,
+        database: Database,
         sessions: Sessions,
         limits: HostLimits,
         clock: Callable[[], datetime],
         observer: HostObserver,
     ) -> None:
-        self._runs = runs
+        self._db = database
+        self._runs = database.runs
         self._sessions = sessions
         self._limits = limits
         self._clock = clock
@@ -105,7 +92,7 @@ class TurnTaker:
             opening=not run.session.opened,
             recent=given.recent.events if given.recent else (),
         )
-        tools = _Tools(self._runs, run.thread_id, run.role_address, plan.cursor_to)
+        tools = ConversationTools(self._db, run, read_to=plan.cursor_to)
         started_at = self._clock()
         queued_at = live.queued_at or started_at
         self._observer.turn_started(role.name)
@@ -124,7 +111,7 @@ class TurnTaker:
         given: TurnInput,
         plan: TurnPlan,
         prompt: Prompt,
-        tools: _Tools,
+        tools: ConversationTools,
         started_at: datetime,
         queued_at: datetime,
     ) -> None:
@@ -219,7 +206,7 @@ class TurnTaker:
         role: Role,
         run: Run,
         prompt: Prompt,
-        tools: _Tools,
+        tools: ConversationTools,
         delay: float,
         began: list[datetime],
     ) -> Attempted:
@@ -251,7 +238,7 @@ class TurnTaker:
 
 
 async def _collect(
-    session: AgentSession, prompt: Prompt, tools: _Tools
+    session: AgentSession, prompt: Prompt, tools: ConversationTools
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Everything the agent does in one attempt: the transcript's steps and its replies."""
     steps: list[dict[str, Any]] = []

@@ -152,10 +152,21 @@ Update = Reply | Step | ToolCall
 
 
 class TurnTools(Protocol):
-    """What the host offers an agent during a turn (the tools issue adds memory, tasks, …)."""
+    """What the host offers an agent during a turn (`core.tools`; tasks come later)."""
 
     async def peek_pending(self) -> Sequence[PromptEvent]:
         """Messages that arrived during this turn, without consuming them."""
+        ...
+
+    async def store(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Remember `payload` (a JSON object) in this conversation."""
+        ...
+
+    async def recall(
+        self, query: str = "", *, limit: int | None = None, where: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """What the role remembers that this conversation may see, newest first: entries
+        `{id, at, payload, here}` matching every word of `query` and the `where` fields."""
         ...
 
 

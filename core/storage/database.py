@@ -3,6 +3,7 @@
     db = await open_database(url, bus=CommittedEvents(), on_appended=count)
     db.threads   # the ThreadRepository
     db.runs      # runs, their sessions and turns
+    db.memory    # the roles' agent memory
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 
 from core.bus import CommittedEvents
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
+from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
 from core.storage.repository import ThreadRepository
 from core.storage.sql_runs import SqlRunRepository
@@ -38,6 +40,7 @@ def utc_now() -> datetime:
 class Database:
     threads: ThreadRepository
     runs: SqlRunRepository
+    memory: SqlMemoryRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -83,6 +86,7 @@ async def open_database(
     return Database(
         threads=repository,
         runs=SqlRunRepository(reads, writer),
+        memory=SqlMemoryRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

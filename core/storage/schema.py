@@ -14,6 +14,9 @@
   after idle sleep (NULL until its first turn: the next turn is then its opening turn).
 - `turns`: the transcript, one row per finished turn: what the run was told, what the agent did,
   what it said, timings and errors.
+- `memory_entries`: every role's agent memory, append-only; `text` is the payload's words (what
+  full-text search indexes: an FTS5 table `memory_search` on SQLite, a generated `tsvector`
+  column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
 - `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
   person-facing reads leave them out unless asked.
 """
@@ -169,3 +172,19 @@ turns = Table(
     Column("error", Text),
     UniqueConstraint("run_id", "number"),
 )
+
+memory_entries = Table(
+    "memory_entries",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("role", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("thread_id", String(32), ForeignKey("threads.id")),
+    Column("thread_only", Boolean, nullable=False),
+    Index(None, "role", "at"),
+)
+
+MEMORY_SEARCH = "memory_search"
+"""SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

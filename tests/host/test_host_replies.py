@@ -91,7 +91,11 @@ async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene):
         assert turn.prompt["opening"] is True
         assert turn.prompt["pending"] == 1
         assert [e["text"] for e in turn.prompt["news"]] == ["remember the blue door"]
-        assert [s["kind"] for s in turn.steps] == ["thought", "reply"]
+        assert [s["kind"] for s in turn.steps] == ["thought", "tool_call", "reply"]
+        call = turn.steps[1]
+        assert call["name"] == "store"
+        assert call["arguments"] == {"payload": {"kind": "note", "text": "the blue door"}}
+        assert call["result"]["shared"] is False
         assert turn.steps[-1]["text"] == reply
         assert len(turn.attempts) == 1 and turn.attempts[0].error is None
         assert turn.started_at <= turn.finished_at

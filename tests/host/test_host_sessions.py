@@ -19,22 +19,32 @@ async def _false(value: bool) -> bool:
     return not value
 
 
+class Counter(BuiltinAgent):
+    """Counts its turns in its session's state."""
+
+    async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+        self.state["turns"] = self.state.get("turns", 0) + 1
+        yield Reply(f"turn {self.state['turns']} of this session")
+
+
 async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene):
-    concierge = role("concierge", idle_sleep_after=0.2)
-    async with make_scene([concierge]) as scene:
-        thread = await scene.conversation("person:ann", "role:concierge")
-        await scene.say(thread, "person:ann", "remember the blue door")
-        await scene.replies(thread, "role:concierge", 1)
+    counter = role("counter", idle_sleep_after=0.2)
+    async with make_scene([counter], agents={"counter": Counter}) as scene:
+        thread = await scene.conversation("person:ann", "role:counter")
+        await scene.say(thread, "person:ann", "one")
+        await scene.replies(thread, "role:counter", 1)
         run = await scene.run_of(thread)
         assert scene.host.is_awake(run.id)
 
         await eventually(lambda: _false(scene.host.is_awake(run.id)), within=5)
 
-        await scene.say(thread, "person:ann", "what do you remember?")
-        replies = await scene.replies(thread, "role:concierge", 2)
-        assert replies[1] == "You asked me to remember: the blue door."
+        await scene.say(thread, "person:ann", "two")
+        replies = await scene.replies(thread, "role:counter", 2)
+        assert replies == ["turn 1 of this session", "turn 2 of this session"]  # state kept
+        assert scene.host.is_awake(run.id)
         after = await scene.db.runs.get(run.id)
         assert after.session.id == run.session.id and after.session.number == 1
+        assert after.session.state == {"turns": 2}
         first, second = await scene.db.runs.turns(run.id)
         assert first.prompt["opening"] is True and second.prompt["opening"] is False
 
@@ -106,3 +116,24 @@ async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene):
 
         replies = await scene.replies(thread, "role:echo", 2)
         assert replies == ["first", "heard"]  # what was said in its blackout never reaches it
+
+
+async def test_the_concierge_remembers_across_a_fresh_session_but_not_across_conversations(
+    make_scene,
+):
+    async with make_scene([role("concierge")]) as scene:
+        ann = await scene.conversation("person:ann", "role:concierge")
+        bob = await scene.conversation("person:bob", "role:concierge")
+        await scene.say(ann, "person:ann", "remember my desk is 4B")
+        await scene.replies(ann, "role:concierge", 1)
+        run = await scene.run_of(ann)
+        await scene.host.start_fresh(run.id)
+
+        await scene.say(ann, "person:ann", "what do you remember?")
+        await scene.say(bob, "person:bob", "what do you remember?")
+        [_, in_ann] = await scene.replies(ann, "role:concierge", 2)
+        [in_bob] = await scene.replies(bob, "role:concierge", 1)
+        assert in_ann == "Hello, I'm Concierge. You asked me to remember: my desk is 4B."
+        assert (
+            in_bob == 'Hello, I\'m Concierge. Nothing yet. Tell me "remember …" and I will keep it.'
+        )

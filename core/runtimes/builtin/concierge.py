@@ -1,12 +1,12 @@
 """`concierge`: the demo role's agent. It greets, remembers what it is told to remember, and says
 what it remembers.
 
-    remember <something>     → keeps it
-    what do you remember?    → lists what it keeps
+    remember <something>     → stores it in the role's memory (`store`)
+    what do you remember?    → recalls what this conversation may see (`recall`)
     anything else            → says it heard you, and how to use it
 
-Until agent memory exists, what it remembers lives in its session's state: it survives idle sleep
-and restarts, and a fresh session starts with nothing remembered.
+What it remembers is agent memory, so it lasts across sessions ("start fresh" keeps it) and, like
+all memory, stays in this conversation unless the conversation's memory policy shares it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
-from core.runtimes.base import Prompt, PromptEvent, Reply, Step, TurnTools, Update
+from core.runtimes.base import Prompt, PromptEvent, Reply, Step, ToolCall, TurnTools, Update
 from core.runtimes.builtin.agent import BuiltinAgent
 
 _REMEMBER = re.compile(
     r"^\s*(?:please\s+)?remember(?:\s+that)?[\s:,]+(?P<what>.+?)\s*$", re.I | re.S
 )
 _RECALL = re.compile(r"what\s+do\s+you\s+(?:remember|know)", re.I)
+RECALL_LIMIT = 20
 
 
 class Concierge(BuiltinAgent):
@@ -31,27 +32,32 @@ class Concierge(BuiltinAgent):
         for event in prompt.news:
             if not _from_a_person(event):
                 continue
-            answer = self._answer(event.text or "")
+            yield Step("thought", f"answering message {event.seq}")
+            text = event.text or ""
+            if match := _REMEMBER.match(text):
+                what = match.group("what").rstrip(".")
+                payload = {"kind": "note", "text": what}
+                stored = await tools.store(payload)
+                yield ToolCall("store", {"payload": payload}, result=stored)
+                answer = f"I'll remember that: {what}."
+            elif _RECALL.search(text):
+                found = await tools.recall(where={"kind": "note"}, limit=RECALL_LIMIT)
+                yield ToolCall("recall", {"where": {"kind": "note"}}, result=len(found))
+                notes = [str(e["payload"].get("text")) for e in reversed(found)]
+                answer = (
+                    "You asked me to remember: " + "; ".join(notes) + "."
+                    if notes
+                    else 'Nothing yet. Tell me "remember …" and I will keep it.'
+                )
+            else:
+                answer = (
+                    f'You said: "{text.strip()}". Tell me "remember …" and I will keep it, '
+                    'or ask "what do you remember?".'
+                )
             if greet:
                 answer = f"Hello, I'm {self.spec.display_name}. {answer}"
                 greet = False
-            yield Step("thought", f"answering message {event.seq}")
             yield Reply(answer)
-
-    def _answer(self, text: str) -> str:
-        remembered: list[str] = self.state.setdefault("remembered", [])
-        if match := _REMEMBER.match(text):
-            what = match.group("what").rstrip(".")
-            remembered.append(what)
-            return f"I'll remember that: {what}."
-        if _RECALL.search(text):
-            if not remembered:
-                return 'Nothing yet. Tell me "remember …" and I will keep it.'
-            return "You asked me to remember: " + "; ".join(remembered) + "."
-        return (
-            f'You said: "{text.strip()}". Tell me "remember …" and I will keep it, '
-            'or ask "what do you remember?".'
-        )
 
 
 def _from_a_person(event: PromptEvent) -> bool:
