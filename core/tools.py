@@ -1,26 +1,32 @@
 """The agent's tools, one implementation each, called with the calling run as context.
 
-`ConversationTools` serves one turn of a conversation run: what it may do is worked out from that
-run (its role, its thread, the cursor the turn read up to). Built-in agents call it in process;
-the HTTP and MCP surfaces of the tools issue will call the same methods.
+`ConversationTools` serves a conversation run: what it may do is worked out from that run (its
+role, its thread, how far it has read). Built-in agents call its methods in process during a
+turn; remote agents call the same methods by name through `call_tool` (over HTTP now, MCP later),
+with the run named by its token. Agents speak of "this conversation": no tool takes a thread id.
 
-- `peek_pending()`: messages that arrived during the turn, without consuming them.
-- `store(payload)`: append to the role's memory, stamped with this conversation and its memory
-  policy now (`core.memory`).
-- `recall(query, limit, where)`: the role's memory as this conversation may see it, newest first.
+| tool | arguments | does |
+| --- | --- | --- |
+| `peek_pending` | — | messages that arrived since the run last read, without consuming them |
+| `store` | `payload` | remember a JSON object in this conversation (`core.memory`) |
+| `recall` | `query?`, `limit?`, `where?` | what the role remembers that this conversation may see |
+| `send_message` | `text`, `context?` | say something in this conversation now |
+| `retract` | `message_id`, `reason?` | retract one of the role's own messages here |
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from core.errors import InvalidInput, NotFound
 from core.memory import check_payload, parse_recall
 from core.runs.conversation import pending_for
 from core.runs.run import Run
 from core.runtimes.base import PromptEvent
 from core.storage.database import Database
-from core.timeline import rfc3339
+from core.timeline import EventId, check_reason, check_text, parse_context, rfc3339
 
 
 class ConversationTools:
@@ -30,6 +36,8 @@ class ConversationTools:
         self._run = run
         self._thread_id = run.thread_id
         self._read_to = read_to
+        self.sent = 0
+        """Messages sent with `send_message` (a turn that sent one has answered)."""
 
     async def peek_pending(self) -> Sequence[PromptEvent]:
         role = self._run.role_address
@@ -56,3 +64,144 @@ class ConversationTools:
             }
             for e in entries
         ]
+
+    async def send_message(
+        self, text: str, *, context: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        message = await self._db.threads.post_message(
+            self._thread_id, self._run.role_address, check_text(text), parse_context(context)
+        )
+        self.sent += 1
+        return {"id": message.id, "seq": message.seq}
+
+    async def retract(self, message_id: str, *, reason: str | None = None) -> dict[str, Any]:
+        if not isinstance(message_id, str) or not message_id:
+            raise InvalidInput("message_id must be a message's id", code="invalid_argument")
+        retraction = await self._db.threads.retract(
+            self._thread_id, EventId(message_id), self._run.role_address, check_reason(reason)
+        )
+        return {"id": retraction.id, "seq": retraction.seq}
+
+
+# --- calling a tool by name ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    call: Callable[[ConversationTools, dict[str, Any]], Awaitable[Any]]
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.input_schema.get("required", []))
+
+    @property
+    def arguments(self) -> list[str]:
+        return list(self.input_schema.get("properties", {}))
+
+
+def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+async def _peek(tools: ConversationTools, _args: dict[str, Any]) -> Any:
+    return {"pending": [event.to_json() for event in await tools.peek_pending()]}
+
+
+async def _store(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.store(args["payload"])
+
+
+async def _recall(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    found = await tools.recall(
+        args.get("query") or "", limit=args.get("limit"), where=args.get("where")
+    )
+    return {"entries": found}
+
+
+async def _send(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.send_message(args["text"], context=args.get("context"))
+
+
+async def _retract(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.retract(args["message_id"], reason=args.get("reason"))
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            name="peek_pending",
+            description="Messages that arrived in this conversation since you last read, "
+            "without consuming them: they still come with your next turn.",
+            input_schema=_schema({}),
+            call=_peek,
+        ),
+        Tool(
+            name="store",
+            description="Remember something in this conversation: a JSON object. It stays in "
+            "this conversation unless the conversation's memory policy shares it.",
+            input_schema=_schema({"payload": {"type": "object"}}, ["payload"]),
+            call=_store,
+        ),
+        Tool(
+            name="recall",
+            description="What you remember that this conversation may see, newest first: "
+            "entries matching every word of `query` and the `where` fields.",
+            input_schema=_schema(
+                {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "where": {"type": "object"},
+                }
+            ),
+            call=_recall,
+        ),
+        Tool(
+            name="send_message",
+            description="Say something in this conversation now. `context` is an optional hint "
+            "{kind, task?, originating_message?} stored with the message.",
+            input_schema=_schema(
+                {"text": {"type": "string"}, "context": {"type": "object"}}, ["text"]
+            ),
+            call=_send,
+        ),
+        Tool(
+            name="retract",
+            description="Retract one of your own earlier messages in this conversation.",
+            input_schema=_schema(
+                {"message_id": {"type": "string"}, "reason": {"type": "string"}}, ["message_id"]
+            ),
+            call=_retract,
+        ),
+    )
+}
+
+
+async def call_tool(tools: ConversationTools, name: str, arguments: object) -> Any:
+    """Call the tool `name` with JSON `arguments` (an object); unknown tools and arguments,
+    and missing required ones, are named in the error."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise NotFound(
+            f"no tool named {name!r}; tools: {', '.join(sorted(TOOLS))}", code="tool_not_found"
+        )
+    if not isinstance(arguments, dict):
+        raise InvalidInput("the arguments must be a JSON object", code="invalid_arguments")
+    for given in arguments:
+        if given not in tool.arguments:
+            takes = ", ".join(tool.arguments) or "no arguments"
+            raise InvalidInput(
+                f"{name} has no argument {given!r}; it takes {takes}", code="unknown_argument"
+            )
+    for needed in tool.required:
+        if needed not in arguments:
+            raise InvalidInput(f"{name} needs the argument {needed!r}", code="missing_argument")
+    return await tool.call(tools, arguments)

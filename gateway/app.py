@@ -6,6 +6,7 @@ and opens the database (closed again on cleanup), and serves:
     GET /healthz    open; `{"status": "ok"}` once the database answers
     GET /metrics    open; Prometheus text format
     /api/v1/…       the HTTP API (threads, events, roles, runs); operator bearer token
+    /api/v1/tools…  the agent tools; a run token as bearer instead
 
 After the database, the run host starts (`core.host`): it nudges runs with news left from before
 a restart, then answers every committed person message in a thread with a role. On cleanup it
@@ -47,6 +48,7 @@ from gateway.api import DATABASE_KEY, HOST_KEY
 from gateway.api import events as event_routes
 from gateway.api import runs as run_routes
 from gateway.api import threads as thread_routes
+from gateway.api import tools as tool_routes
 from gateway.errors import ApiError, translate
 from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
@@ -100,6 +102,7 @@ def build_app(
     app.add_routes(role_routes)
     app.add_routes(run_routes.routes)
     app.add_routes(event_routes.routes)
+    app.add_routes(tool_routes.routes)
     return app
 
 
@@ -166,7 +169,11 @@ def request_edge(api_token: str) -> Middleware:
         started = perf_counter()
         try:
             try:
-                if _under_api(request) and not _bearer_matches(request, expected):
+                if (
+                    _under_api(request)
+                    and not _run_authenticated(request)
+                    and not _bearer_matches(request, expected)
+                ):
                     raise ApiError(
                         401,
                         "unauthorized",
@@ -227,6 +234,12 @@ def _under_api(request: web.Request) -> bool:
     resource = request.match_info.route.resource
     paths = [request.path] + ([resource.canonical] if resource is not None else [])
     return any(path == API_PREFIX or path.startswith(API_PREFIX + "/") for path in paths)
+
+
+def _run_authenticated(request: web.Request) -> bool:
+    """The agent tools take a run token instead of the operator's (`gateway.api.tools`)."""
+    path = request.path
+    return path == tool_routes.TOOLS_PREFIX or path.startswith(tool_routes.TOOLS_PREFIX + "/")
 
 
 def _bearer_matches(request: web.Request, expected: bytes) -> bool:

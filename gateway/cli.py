@@ -257,6 +257,9 @@ def _add_run_commands(commands: Any) -> None:
     )
     sub.add_argument("run_id", metavar="RUN_ID")
 
+    sub = add("token", run_token_command, "mint a run token for the agent tools (shown once)")
+    sub.add_argument("run_id", metavar="RUN_ID")
+
 
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(raw: str) -> int:
@@ -571,6 +574,11 @@ def run_fresh_command(args: argparse.Namespace) -> int:
     run = _client(args).start_fresh(args.run_id)
     number = (run.get("session") or {}).get("number")
     return _output(args, run, lambda r: _print_run(r, note=f"started fresh: session {number}"))
+
+
+def run_token_command(args: argparse.Namespace) -> int:
+    minted = _client(args).mint_run_token(args.run_id)
+    return _output(args, minted, lambda m: print(m["token"]))
 
 
 # -- output ----------------------------------------------------------------------------------------

@@ -159,6 +159,10 @@ class GatewayClient:
         """Open the run's next session; what was said before it is archived."""
         return self.request("POST", f"/runs/{_segment(run_id)}/sessions", body={}).data
 
+    def mint_run_token(self, run_id: str) -> JSON:
+        """A new bearer token naming the run, for the agent tools (shown once)."""
+        return self.request("POST", f"/runs/{_segment(run_id)}/token", body={}).data
+
     # -- transport -----------------------------------------------------------------------------
 
     def request(

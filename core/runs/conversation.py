@@ -90,9 +90,13 @@ class EndOfTurn:
     outcome: TurnOutcome
 
 
-def end_of_turn(cause: TurnCause, replies: Sequence[str], *, display_name: str) -> EndOfTurn:
+def end_of_turn(
+    cause: TurnCause, replies: Sequence[str], *, display_name: str, sent: int = 0
+) -> EndOfTurn:
+    """`replies`: what the agent said as its answer (posted now); `sent`: messages it already
+    sent during the turn with `send_message` (they count as its answer too)."""
     said = [text for text in replies if text.strip()]
-    if said:
+    if said or sent:
         return EndOfTurn(messages=said, notice=None, outcome=TurnOutcome.REPLIED)
     if cause is TurnCause.MESSAGE:
         return EndOfTurn(

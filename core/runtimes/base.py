@@ -36,6 +36,7 @@ class PromptEvent:
     """An event as an agent is told it: plain values, JSON-ready."""
 
     kind: str
+    id: str
     seq: int
     at: datetime
     author: str | None = None
@@ -47,10 +48,11 @@ class PromptEvent:
 
     @classmethod
     def of(cls, event: AnyEvent, *, seq_of: Mapping[EventId, int] | None = None) -> PromptEvent:
-        kind, seq, at = event.kind.value, event.seq, event.at
+        kind, seq, at, id_ = event.kind.value, event.seq, event.at, event.id
         if isinstance(event, Message):
             return cls(
                 kind=kind,
+                id=id_,
                 seq=seq,
                 at=at,
                 author=event.author,
@@ -60,6 +62,7 @@ class PromptEvent:
         if isinstance(event, StateChange):
             return cls(
                 kind=kind,
+                id=id_,
                 seq=seq,
                 at=at,
                 participant=event.participant,
@@ -68,13 +71,24 @@ class PromptEvent:
         if isinstance(event, Retraction):
             target = (seq_of or {}).get(event.target)
             return cls(
-                kind=kind, seq=seq, at=at, author=event.author, text=event.reason, target_seq=target
+                kind=kind,
+                id=id_,
+                seq=seq,
+                at=at,
+                author=event.author,
+                text=event.reason,
+                target_seq=target,
             )
         assert isinstance(event, SystemNote)
-        return cls(kind=kind, seq=seq, at=at, text=event.text)
+        return cls(kind=kind, id=id_, seq=seq, at=at, text=event.text)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "seq": self.seq, "at": rfc3339(self.at)}
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "id": self.id,
+            "seq": self.seq,
+            "at": rfc3339(self.at),
+        }
         for name in ("author", "text", "participant", "state", "target_seq"):
             value = getattr(self, name)
             if value is not None:
@@ -167,6 +181,16 @@ class TurnTools(Protocol):
     ) -> list[dict[str, Any]]:
         """What the role remembers that this conversation may see, newest first: entries
         `{id, at, payload, here}` matching every word of `query` and the `where` fields."""
+        ...
+
+    async def send_message(
+        self, text: str, *, context: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Say something in this conversation now (it counts as the turn's answer)."""
+        ...
+
+    async def retract(self, message_id: str, *, reason: str | None = None) -> dict[str, Any]:
+        """Retract one of the role's own earlier messages in this conversation."""
         ...
 
 

@@ -283,3 +283,23 @@ class StartFreshSession(_OnThread):
         )
         fresh = run(batch.connection, self.run_id)
         return lambda: (fresh, batch.committed[index])
+
+
+@dataclass(frozen=True, slots=True)
+class MintRunToken:
+    """Store the digest of a new token naming `run_id`."""
+
+    run_id: RunId
+    token_hash: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        batch.run(self.run_id)  # NotFound for an unknown run
+        batch.connection.execute(
+            _INSERT_TOKEN,
+            {"token_hash": self.token_hash, "run_id": self.run_id, "created_at": batch.now},
+        )
+        return lambda: None
+
+
+_INSERT_TOKEN = insert(schema.run_tokens)

@@ -66,6 +66,16 @@ def run_from_row(row: Any) -> Run:
     )
 
 
+_RUN_BY_TOKEN = _RUN.join(schema.run_tokens, schema.run_tokens.c.run_id == _r.c.id).where(
+    schema.run_tokens.c.token_hash == bindparam("token_hash")
+)
+
+
+def run_by_token(conn: Connection, token_hash: str) -> Run | None:
+    row = conn.execute(_RUN_BY_TOKEN, {"token_hash": token_hash}).first()
+    return run_from_row(row) if row else None
+
+
 def run(conn: Connection, run_id: str) -> Run:
     row = conn.execute(_RUN_BY_ID, {"run_id": run_id}).first()
     if row is None:

@@ -17,6 +17,7 @@
 - `memory_entries`: every role's agent memory, append-only; `text` is the payload's words (what
   full-text search indexes: an FTS5 table `memory_search` on SQLite, a generated `tsvector`
   column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
+- `run_tokens`: bearer tokens naming one run each, kept only as SHA-256 digests.
 - `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
   person-facing reads leave them out unless asked.
 """
@@ -184,6 +185,14 @@ memory_entries = Table(
     Column("thread_id", String(32), ForeignKey("threads.id")),
     Column("thread_only", Boolean, nullable=False),
     Index(None, "role", "at"),
+)
+
+run_tokens = Table(
+    "run_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
 )
 
 MEMORY_SEARCH = "memory_search"

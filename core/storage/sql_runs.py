@@ -12,13 +12,15 @@ from dataclasses import replace
 from typing import Any
 
 from core.participants import Address
-from core.runs.run import Run, Turn
+from core.runs.run import Run, RunId, Turn
+from core.runs.tokens import digest, new_token
 from core.storage import run_reads
 from core.storage.repository import DEFAULT_PAGE, TimelinePage
 from core.storage.run_commands import (
     AdvanceCursor,
     EnsureConversationRun,
     FinishTurn,
+    MintRunToken,
     StartFreshSession,
     TurnEnd,
     TurnRecord,
@@ -93,7 +95,17 @@ class SqlRunRepository:
         assert run.thread_id is not None
         return await self._writer.run(StartFreshSession(run.thread_id, run.id))
 
+    async def mint_token(self, run_id: RunId) -> str:
+        """A new bearer token naming the run (only its digest is kept)."""
+        token = new_token()
+        await self._writer.run(MintRunToken(run_id, digest(token)))
+        return token
+
     # --- reads ------------------------------------------------------------------------------
+
+    async def by_token(self, token: str) -> Run | None:
+        """The run a token names, or None for a token that names none."""
+        return await self._reads.transact(lambda c: run_reads.run_by_token(c, digest(token)))
 
     async def get(self, run_id: str) -> Run:
         return await self._reads.transact(lambda c: run_reads.run(c, run_id))

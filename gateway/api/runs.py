@@ -156,3 +156,12 @@ async def start_fresh(request: web.Request) -> web.Response:
     await read_object(request, required=[], empty_ok=True)
     run = await request.app[HOST_KEY].start_fresh(_run_id(request))
     return web.json_response(run_json(run, request), status=201)
+
+
+@routes.post("/api/v1/runs/{id}/token")
+async def mint_token(request: web.Request) -> web.Response:
+    """A new bearer token naming the run, for `/api/v1/tools` (debugging, remote agents). It is
+    shown once; only its digest is kept."""
+    await read_object(request, required=[], empty_ok=True)
+    token = await request.app[DATABASE_KEY].runs.mint_token(_run_id(request))
+    return web.json_response({"token": token}, status=201)

@@ -8,8 +8,10 @@ Each test uses people of its own, hence threads and runs of its own.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -344,3 +346,20 @@ def test_send_with_wait_says_so_when_no_reply_comes_in_time(cli, person) -> None
     assert waited.returncode == 1
     assert waited.stderr.strip() == "rolecall: no reply within 1s (the message is posted)"
     assert [row[3:] for row in rows(waited.stdout)] == [["message", person, "hello?"]]
+
+
+def test_run_token_mints_a_token_the_tools_accept(cli, gateway, person) -> None:
+    _, run = converse(cli, person)
+    minted = cli("run", "token", run["id"])
+    assert minted.returncode == 0, minted.stderr
+    token = minted.stdout.strip()
+    assert token.startswith("rct_") and len(minted.stdout.splitlines()) == 1
+    request = urllib.request.Request(
+        gateway.url + "/api/v1/tools/recall",
+        data=b"{}",
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert json.loads(answer.read())["result"] == {"entries": []}
+    assert cli("run", "token", "nope").error_line.startswith("rolecall: run_not_found: ")

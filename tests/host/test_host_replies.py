@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from core.runs.run import RunStatus, TurnCause, TurnOutcome
 from core.runtimes.base import Prompt, TurnTools, Update
 from core.runtimes.builtin import BuiltinAgent
-from tests.host.scene import role
+from tests.host.scene import eventually, role
 
 
 async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene):
@@ -100,3 +100,21 @@ async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene):
         assert len(turn.attempts) == 1 and turn.attempts[0].error is None
         assert turn.started_at <= turn.finished_at
         assert turn.queued_at <= turn.started_at
+
+
+async def test_a_message_sent_with_the_tool_during_the_turn_is_its_answer(make_scene):
+    class Sender(BuiltinAgent):
+        async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+            await tools.send_message("sent with the tool")
+            return
+            yield
+
+    async with make_scene([role("sender")], agents={"sender": Sender}) as scene:
+        thread = await scene.conversation("person:ann", "role:sender")
+        await scene.say(thread, "person:ann", "hello")
+
+        assert await scene.replies(thread, "role:sender", 1) == ["sent with the tool"]
+        run = await scene.run_of(thread)
+        [turn] = await eventually(lambda: scene.db.runs.turns(run.id))
+        assert turn.outcome is TurnOutcome.REPLIED
+        assert await scene.notes(thread) == []  # no "did not answer" notice

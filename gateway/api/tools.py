@@ -1,0 +1,78 @@
+"""The agent's tools over plain HTTP, behind run tokens.
+
+    GET  /api/v1/tools           the tools, with their JSON schemas
+    POST /api/v1/tools/{name}    call one: JSON arguments in, `{"result": …}` out
+
+These routes take `Authorization: Bearer <run token>` — not the operator token. The token names
+one run; on every call the run is looked up and checked now (`core.runs.tokens.check_may_act`):
+a missing, unknown or malformed token is 401; a run whose conversation no longer lets it act
+(its person or its role removed, its role no longer served) is 403. Unknown tool 404; bad
+arguments 422 naming the argument. Operators mint tokens with `POST /api/v1/runs/{id}/token`.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from core.errors import NotAllowed
+from core.runs.run import Run, RunKind
+from core.runs.tokens import check_may_act
+from core.tools import TOOLS, ConversationTools, call_tool
+from gateway.api import DATABASE_KEY, read_object, read_query
+from gateway.errors import ApiError
+from gateway.roles import ROLES_KEY
+
+routes = web.RouteTableDef()
+
+TOOLS_PREFIX = "/api/v1/tools"
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(
+        401, "invalid_run_token", message, headers={"WWW-Authenticate": 'Bearer realm="rolecall"'}
+    )
+
+
+async def calling_run(request: web.Request) -> Run:
+    """The run the request's bearer token names, if it may act right now."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthorized("this route needs the header 'Authorization: Bearer <run token>'")
+    database = request.app[DATABASE_KEY]
+    run = await database.runs.by_token(token.strip())
+    if run is None:
+        raise _unauthorized("this run token names no run")
+    if run.kind is not RunKind.CONVERSATION or run.thread_id is None:
+        raise NotAllowed("only conversation runs have these tools yet", code="not_a_conversation")
+    thread = await database.threads.get(run.thread_id)
+    check_may_act(run, thread.states, role_configured=run.role in request.app[ROLES_KEY])
+    return run
+
+
+@routes.get(TOOLS_PREFIX)
+async def list_tools(request: web.Request) -> web.Response:
+    read_query(request, [])
+    await calling_run(request)
+    return web.json_response(
+        {
+            "tools": [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in TOOLS.values()
+            ]
+        }
+    )
+
+
+@routes.post(TOOLS_PREFIX + "/{name}")
+async def call(request: web.Request) -> web.Response:
+    run = await calling_run(request)
+    name = request.match_info["name"]
+    tool = TOOLS.get(name)
+    if tool is None:
+        arguments: object = {}  # call_tool names the tools there are
+    else:
+        arguments = await read_object(
+            request, required=tool.required, optional=tool.arguments, empty_ok=True
+        )
+    tools = ConversationTools(request.app[DATABASE_KEY], run, read_to=run.cursor)
+    return web.json_response({"result": await call_tool(tools, name, arguments)})

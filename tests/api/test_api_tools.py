@@ -1,0 +1,125 @@
+"""The agent tools over HTTP behind run tokens: what a run may do is worked out from the run at
+every call; memory stays in its conversation; messages sent and retracted reach the timeline."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from core.roles import Role
+from gateway.app import build_app
+from tests.api.conftest import TOKEN, Api
+
+
+@pytest.fixture
+async def gateway(settings):
+    roles = {"echo": Role(name="echo", display_name="Echo", runtime={"kind": "builtin",
+                                                                     "agent": "echo"})}  # fmt: skip
+    server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Api(server, session)
+    finally:
+        await server.close()
+
+
+async def _conversation(api: Api, person: str) -> tuple[str, str, str]:
+    """A conversation of `person` with echo whose run exists: (thread id, run id, run token)."""
+    thread = (await api.thread(person, "role:echo"))["id"]
+    await api.say(thread, person, "hello")
+    deadline = time.monotonic() + 10
+    while not (runs := (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    minted = await api.post(f"/api/v1/runs/{runs[0]['id']}/token")
+    assert minted.status == 201, minted.text
+    token = minted.body["token"]
+    assert token.startswith("rct_")
+    return thread, runs[0]["id"], token
+
+
+async def _tool(api: Api, token: str, name: str, arguments: object = None):
+    return await api.post(f"/api/v1/tools/{name}", arguments, token=token)
+
+
+async def test_the_tools_are_listed_with_their_schemas(gateway):
+    _, _, token = await _conversation(gateway, "person:ann")
+    listed = await gateway.get("/api/v1/tools", token=token)
+    assert listed.status == 200, listed.text
+    names = {t["name"] for t in listed.body["tools"]}
+    assert names == {"peek_pending", "store", "recall", "send_message", "retract"}
+    store = next(t for t in listed.body["tools"] if t["name"] == "store")
+    assert store["input_schema"]["required"] == ["payload"]
+
+
+async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway):
+    _, _, ann = await _conversation(gateway, "person:ann")
+    _, _, bob = await _conversation(gateway, "person:bob")
+    stored = await _tool(gateway, ann, "store", {"payload": {"kind": "note", "text": "tea"}})
+    assert stored.status == 200, stored.text
+    assert stored.body["result"]["shared"] is False
+
+    mine = (await _tool(gateway, ann, "recall", {"query": "tea"})).body["result"]["entries"]
+    assert [e["payload"]["text"] for e in mine] == ["tea"] and mine[0]["here"] is True
+    theirs = await _tool(gateway, bob, "recall", {"query": "tea"})
+    assert theirs.body["result"]["entries"] == []
+
+
+async def test_send_message_and_retract_reach_the_timeline(gateway):
+    thread, _, token = await _conversation(gateway, "person:ann")
+    sent = await _tool(
+        gateway, token, "send_message", {"text": "A reminder", "context": {"kind": "reminder"}}
+    )
+    assert sent.status == 200, sent.text
+    page = await gateway.timeline(thread, "?as=person:ann&latest=true&limit=1")
+    [event] = page["events"]
+    assert event["author"] == "role:echo" and event["text"] == "A reminder"
+    assert event["context"] == {"kind": "reminder"}
+
+    retracted = await _tool(gateway, token, "retract", {"message_id": sent.body["result"]["id"],
+                                                        "reason": "sent too early"})  # fmt: skip
+    assert retracted.status == 200, retracted.text
+    page = await gateway.timeline(thread, "?as=person:ann")
+    assert [e["retracted"] for e in page["events"] if e["id"] == sent.body["result"]["id"]] == [
+        True
+    ]
+    persons = next(e for e in page["events"] if e.get("author") == "person:ann")
+    (await _tool(gateway, token, "retract", {"message_id": persons["id"]})).error(
+        403, "not_the_author"
+    )
+
+
+async def test_peek_pending_shows_what_the_run_has_not_read(gateway):
+    _, _, token = await _conversation(gateway, "person:ann")
+    peeked = await _tool(gateway, token, "peek_pending", {})
+    assert peeked.status == 200, peeked.text
+    assert isinstance(peeked.body["result"]["pending"], list)
+
+
+async def test_a_run_token_is_refused_once_its_person_is_removed(gateway):
+    thread, _, token = await _conversation(gateway, "person:ann")
+    await gateway.set_state(thread, "person:ann", "removed")
+    (await _tool(gateway, token, "recall", {})).error(403, "person_removed")
+    await gateway.set_state(thread, "person:ann", "active")
+    assert (await _tool(gateway, token, "recall", {})).status == 200
+
+
+async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway):
+    _, run_id, token = await _conversation(gateway, "person:ann")
+    (await _tool(gateway, "rct_garbage", "recall", {})).error(401, "invalid_run_token")
+    (await _tool(gateway, None, "recall", {})).error(401, "invalid_run_token")
+    (await _tool(gateway, TOKEN, "recall", {})).error(401, "invalid_run_token")  # operator's
+    (await _tool(gateway, token, "remember", {})).error(404, "tool_not_found")
+    (await _tool(gateway, token, "store", {})).error(422, "missing_field")
+    (await _tool(gateway, token, "store", {"payload": {}, "thread": "x"})).error(
+        422, "unknown_field"
+    )
+    (await _tool(gateway, token, "recall", {"limit": 0})).error(422, "invalid_limit")
+    (await _tool(gateway, token, "send_message", {"text": ""})).error(422, "empty_text")
+    (await gateway.post("/api/v1/runs/nope/token")).error(404, "run_not_found")
+    (await gateway.post(f"/api/v1/runs/{run_id}/token", token=None)).error(401, "unauthorized")
