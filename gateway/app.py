@@ -5,7 +5,7 @@ and opens the database (closed again on cleanup), and serves:
 
     GET /healthz    open; `{"status": "ok"}` once the database answers
     GET /metrics    open; Prometheus text format
-    /api/v1/…       the HTTP API (threads, events, roles, runs); operator bearer token
+    /api/v1/…       the HTTP API (threads, events, roles, runs, tasks); operator token
     /api/v1/tools…  the agent tools; a run token as bearer instead
 
 After the database, the run host starts (`core.host`): it nudges runs with news left from before
@@ -47,6 +47,7 @@ from core.storage.database import upgrade_schema
 from gateway.api import DATABASE_KEY, HOST_KEY
 from gateway.api import events as event_routes
 from gateway.api import runs as run_routes
+from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
 from gateway.errors import ApiError, translate
@@ -103,6 +104,7 @@ def build_app(
     app.add_routes(run_routes.routes)
     app.add_routes(event_routes.routes)
     app.add_routes(tool_routes.routes)
+    app.add_routes(task_routes.routes)
     return app
 
 

@@ -160,9 +160,7 @@ class TurnTaker:
         elif error is not None:
             outcome, notice = TurnOutcome.FAILED, failure_notice(role.display_name)
         else:
-            end = end_of_turn(
-                plan.cause, replies, display_name=role.display_name, sent=tools.sent
-            )
+            end = end_of_turn(plan.cause, replies, display_name=role.display_name, sent=tools.sent)
             outcome, notice, messages = end.outcome, end.notice, end.messages
             state = session.snapshot() if session is not None else None
             if state is not None and state == run.session.state:

@@ -4,6 +4,7 @@
     db.threads   # the ThreadRepository
     db.runs      # runs, their sessions and turns
     db.memory    # the roles' agent memory
+    db.tasks     # tasks and their events
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -25,6 +26,7 @@ from core.storage.migrate import upgrade_schema
 from core.storage.repository import ThreadRepository
 from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
+from core.storage.task_store import SqlTaskRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
 from core.storage.writer import Writer
 from core.timeline import AnyEvent
@@ -41,6 +43,7 @@ class Database:
     threads: ThreadRepository
     runs: SqlRunRepository
     memory: SqlMemoryRepository
+    tasks: SqlTaskRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -87,6 +90,7 @@ async def open_database(
         threads=repository,
         runs=SqlRunRepository(reads, writer),
         memory=SqlMemoryRepository(reads, writer),
+        tasks=SqlTaskRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

@@ -17,6 +17,8 @@
 - `memory_entries`: every role's agent memory, append-only; `text` is the payload's words (what
   full-text search indexes: an FTS5 table `memory_search` on SQLite, a generated `tsvector`
   column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
+- `tasks`, `task_events`: tracked work items and every change to them (who, what), the events
+  in a stream of their own (`task_events` counter in `stream_positions`).
 - `run_tokens`: bearer tokens naming one run each, kept only as SHA-256 digests.
 - `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
   person-facing reads leave them out unless asked.
@@ -194,6 +196,43 @@ run_tokens = Table(
     Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
     Column("created_at", BigInteger, nullable=False),
 )
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("title", String(200), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("assignee", String(64)),
+    Column("ext_source", String(500)),
+    Column("ext_key", String(500)),
+    Column("ext_url", String(500)),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    UniqueConstraint("ext_source", "ext_key"),
+    Index(None, "assignee", "status"),
+)
+
+task_events = Table(
+    "task_events",
+    metadata,
+    Column("position", Position, primary_key=True, autoincrement=False),
+    Column("id", String(32), nullable=False, unique=True),
+    Column("task_id", String(32), ForeignKey("tasks.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("at", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("actor_kind", String(16), nullable=False),
+    Column("actor_name", String(500), nullable=False),
+    Column("run_id", String(32)),
+    Column("changes", JSON, nullable=False),
+    Column("text", Text),
+    UniqueConstraint("task_id", "seq"),
+)
+
+TASK_EVENTS_STREAM = "task_events"
 
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

@@ -1,0 +1,156 @@
+"""Tasks over HTTP, for operators and people.
+
+    POST  /api/v1/tasks                    create: {author, title, body?, assignee?, external?}
+    GET   /api/v1/tasks[?status=&assignee=&after=&limit=]   tasks, oldest first
+    GET   /api/v1/tasks/{id}               one task with its events
+    PATCH /api/v1/tasks/{id}               change: {author, title?, body?, status?, assignee?}
+    POST  /api/v1/tasks/{id}/comments      comment: {author, text}
+
+`author` is the person the change is recorded as made by (`person:<slug>`); runs change tasks
+through the agent tools, external sources through webhooks. An assignee must be a role this
+gateway serves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import InvalidInput
+from core.participants import Address, ParticipantKind, kind_of, parse_address
+from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
+from core.tasks import (
+    Actor,
+    Task,
+    TaskChange,
+    TaskEvent,
+    TaskId,
+    check_body,
+    check_comment,
+    check_title,
+    parse_assignee,
+    parse_external,
+    parse_status,
+)
+from core.timeline import rfc3339
+from gateway.api import DATABASE_KEY, field, named, query_int, read_object, read_query
+from gateway.roles import ROLES_KEY
+
+routes = web.RouteTableDef()
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "title": task.title,
+        "body": task.body,
+        "status": task.status.value,
+        "assignee": task.assignee,
+        "external": task.external.to_json() if task.external else None,
+        "created_at": rfc3339(task.created_at),
+        "updated_at": rfc3339(task.updated_at),
+        "events": task.events,
+    }
+
+
+def task_event_json(event: TaskEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "task_id": event.task_id,
+        "seq": event.seq,
+        "position": event.position,
+        "at": rfc3339(event.at),
+        "kind": event.kind.value,
+        "actor": event.actor.to_json(),
+        "changes": dict(event.changes),
+        "text": event.text,
+    }
+
+
+def _person(raw: object) -> Address:
+    address = parse_address(raw)
+    if kind_of(address) is not ParticipantKind.PERSON:
+        raise InvalidInput("author must be a person (person:<slug>)", code="invalid_author")
+    return address
+
+
+def _assignee(request: web.Request, raw: object) -> str | None:
+    name = parse_assignee(raw)
+    if name is not None and name not in request.app[ROLES_KEY]:
+        raise InvalidInput(f"no role named {name!r} is served here", code="unknown_role")
+    return name
+
+
+@routes.post("/api/v1/tasks")
+async def create_task(request: web.Request) -> web.Response:
+    body = await read_object(
+        request, required=["author", "title"], optional=["body", "assignee", "external"]
+    )
+    author = field(body, "author", _person)
+    task, event = await request.app[DATABASE_KEY].tasks.create(
+        title=field(body, "title", check_title),
+        body=field(body, "body", check_body),
+        assignee=field(body, "assignee", lambda raw: _assignee(request, raw)),
+        external=field(body, "external", parse_external),
+        actor=Actor.person(author),
+    )
+    return web.json_response({**task_json(task), "event": task_event_json(event)}, status=201)
+
+
+@routes.get("/api/v1/tasks")
+async def list_tasks(request: web.Request) -> web.Response:
+    params = read_query(request, ["status", "assignee", "after", "limit"])
+    status = named("status", parse_status, params["status"]) if "status" in params else None
+    assignee = (
+        named("assignee", parse_assignee, params["assignee"]) if "assignee" in params else None
+    )
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    found = await request.app[DATABASE_KEY].tasks.list(
+        status=status, assignee=assignee, after=params.get("after"), limit=limit + 1
+    )
+    page = found[:limit]
+    return web.json_response(
+        {
+            "tasks": [task_json(t) for t in page],
+            "next": page[-1].id if len(found) > limit else None,
+        }
+    )
+
+
+@routes.get("/api/v1/tasks/{id}")
+async def show_task(request: web.Request) -> web.Response:
+    task, events = await request.app[DATABASE_KEY].tasks.get(request.match_info["id"])
+    return web.json_response({**task_json(task), "history": [task_event_json(e) for e in events]})
+
+
+@routes.patch("/api/v1/tasks/{id}")
+async def update_task(request: web.Request) -> web.Response:
+    body = await read_object(
+        request, required=["author"], optional=["title", "body", "status", "assignee"]
+    )
+    author = field(body, "author", _person)
+    change = TaskChange(
+        title=field(body, "title", check_title) if "title" in body else None,
+        body=field(body, "body", check_body) if "body" in body else None,
+        status=field(body, "status", parse_status) if "status" in body else None,
+        assignee=(field(body, "assignee", lambda raw: _assignee(request, raw)) or "")
+        if "assignee" in body
+        else None,
+    )
+    task, event = await request.app[DATABASE_KEY].tasks.update(
+        TaskId(request.match_info["id"]), change, Actor.person(author)
+    )
+    return web.json_response(
+        {**task_json(task), "event": task_event_json(event) if event else None}
+    )
+
+
+@routes.post("/api/v1/tasks/{id}/comments")
+async def comment_on_task(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["author", "text"])
+    author = field(body, "author", _person)
+    event = await request.app[DATABASE_KEY].tasks.comment(
+        TaskId(request.match_info["id"]), field(body, "text", check_comment), Actor.person(author)
+    )
+    return web.json_response(task_event_json(event), status=201)

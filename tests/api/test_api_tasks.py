@@ -1,0 +1,127 @@
+"""Tasks over HTTP: create, read with their history, list, change, comment — every change a task
+event saying who made it and what changed; status moves by the rules; clear errors."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from core.roles import Role
+from gateway.app import build_app
+from tests.api.conftest import TOKEN, Api
+
+ANN = "person:ann"
+
+
+@pytest.fixture
+async def gateway(settings):
+    echo = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
+    server = TestServer(build_app(settings, api_token=TOKEN, roles={"echo": echo}),
+                        host="127.0.0.1")  # fmt: skip
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Api(server, session)
+    finally:
+        await server.close()
+
+
+async def _create(api: Api, **fields: object) -> dict:
+    reply = await api.post("/api/v1/tasks", {"author": ANN, "title": "Book a room", **fields})
+    assert reply.status == 201, reply.text
+    return reply.body
+
+
+async def test_a_task_is_created_open_with_a_created_event(gateway):
+    task = await _create(gateway, body="Friday 10:00", assignee="role:echo",
+                         external={"source": "github", "key": "acme/app#1"})  # fmt: skip
+    assert task["status"] == "open" and task["assignee"] == "echo" and task["events"] == 1
+    assert task["external"] == {"source": "github", "key": "acme/app#1"}
+    assert task["event"]["kind"] == "created"
+    assert task["event"]["actor"] == {"kind": "person", "name": ANN}
+    assert task["event"]["changes"]["title"] == "Book a room"
+    shown = (await gateway.get(f"/api/v1/tasks/{task['id']}")).body
+    assert [e["kind"] for e in shown["history"]] == ["created"]
+
+
+async def test_changes_and_comments_are_task_events_in_order(gateway):
+    task = await _create(gateway)
+    moved = await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}",
+                               json={"author": "person:bob", "status": "in_progress",
+                                     "title": "Book room 4B"})  # fmt: skip
+    assert moved.status == 200, moved.text
+    assert moved.body["status"] == "in_progress" and moved.body["title"] == "Book room 4B"
+    assert moved.body["event"]["changes"] == {
+        "title": {"from": "Book a room", "to": "Book room 4B"},
+        "status": {"from": "open", "to": "in_progress"},
+    }
+    same = await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}",
+                              json={"author": ANN, "title": "Book room 4B"})  # fmt: skip
+    assert same.status == 200 and same.body["event"] is None  # nothing changed, nothing recorded
+    comment = await gateway.post(f"/api/v1/tasks/{task['id']}/comments",
+                                 {"author": ANN, "text": "Done by noon?"})  # fmt: skip
+    assert comment.status == 201 and comment.body["text"] == "Done by noon?"
+
+    history = (await gateway.get(f"/api/v1/tasks/{task['id']}")).body["history"]
+    assert [(e["seq"], e["kind"], e["actor"]["name"]) for e in history] == [
+        (1, "created", ANN),
+        (2, "updated", "person:bob"),
+        (3, "commented", ANN),
+    ]
+    assert history[0]["position"] < history[1]["position"] < history[2]["position"]
+
+
+async def test_status_moves_follow_the_rules(gateway):
+    task = await _create(gateway)
+    path = f"/api/v1/tasks/{task['id']}"
+    done = await gateway.call("PATCH", path, json={"author": ANN, "status": "done"})
+    assert done.body["status"] == "done"
+    (await gateway.call("PATCH", path, json={"author": ANN, "status": "done"})).error(
+        409, "already_in_status"
+    )
+    (await gateway.call("PATCH", path, json={"author": ANN, "status": "in_progress"})).error(
+        409, "illegal_status_change"
+    )
+    reopened = await gateway.call("PATCH", path, json={"author": ANN, "status": "open"})
+    assert reopened.body["status"] == "open"
+
+
+async def test_tasks_are_listed_by_status_and_assignee_in_pages(gateway):
+    first = await _create(gateway, assignee="echo")
+    await _create(gateway)
+    await _create(gateway, assignee="echo")
+    done = {"author": ANN, "status": "done"}
+    await gateway.call("PATCH", f"/api/v1/tasks/{first['id']}", json=done)
+
+    def titles_of(body: dict) -> list[str]:
+        return [t["id"] for t in body["tasks"]]
+
+    assigned = (await gateway.get("/api/v1/tasks?assignee=echo")).body
+    assert len(assigned["tasks"]) == 2 and assigned["next"] is None
+    open_assigned = (await gateway.get("/api/v1/tasks?assignee=role:echo&status=open")).body
+    assert len(open_assigned["tasks"]) == 1
+    page = (await gateway.get("/api/v1/tasks?limit=2")).body
+    rest = (await gateway.get(f"/api/v1/tasks?after={page['next']}")).body
+    assert len(titles_of(page)) == 2 and len(titles_of(rest)) == 1
+
+
+async def test_bad_task_requests_get_clear_errors(gateway):
+    (await gateway.post("/api/v1/tasks", {"author": ANN})).error(422, "missing_field")
+    (await gateway.post("/api/v1/tasks", {"author": "role:echo", "title": "x"})).error(
+        422, "invalid_author"
+    )
+    (await gateway.post("/api/v1/tasks", {"author": ANN, "title": " "})).error(422, "invalid_title")
+    (
+        await gateway.post("/api/v1/tasks", {"author": ANN, "title": "x", "assignee": "nobody"})
+    ).error(422, "unknown_role")
+    external = {"source": "github", "key": "acme/app#2"}
+    await _create(gateway, external=external)
+    (
+        await gateway.post("/api/v1/tasks", {"author": ANN, "title": "y", "external": external})
+    ).error(409, "external_taken")
+    (await gateway.get("/api/v1/tasks/nope")).error(404, "task_not_found")
+    (await gateway.get("/api/v1/tasks?status=later")).error(422, "invalid_status")
+    (await gateway.post("/api/v1/tasks/nope/comments", {"author": ANN, "text": "hi"})).error(
+        404, "task_not_found"
+    )
