@@ -12,6 +12,11 @@ with the run named by its token. Agents speak of "this conversation": no tool ta
 | `recall` | `query?`, `limit?`, `where?` | what the role remembers that this conversation may see |
 | `send_message` | `text`, `context?` | say something in this conversation now |
 | `retract` | `message_id`, `reason?` | retract one of the role's own messages here |
+| `task_create` | `title`, `body?`, `assignee?` | create a task (recorded as made by this run) |
+| `task_get` | `task_id` | a task and its history |
+| `task_list` | `status?`, `assignee?` | tasks, oldest first (at most 100) |
+| `task_comment` | `task_id`, `text` | comment on a task |
+| `task_update` | `task_id`, `status?`, `title?`, `body?`, `assignee?` | change a task |
 """
 
 from __future__ import annotations
@@ -26,6 +31,20 @@ from core.runs.conversation import pending_for
 from core.runs.run import Run
 from core.runtimes.base import PromptEvent
 from core.storage.database import Database
+from core.tasks import (
+    Actor,
+    ActorKind,
+    Task,
+    TaskChange,
+    TaskEvent,
+    TaskId,
+    TaskStatus,
+    check_body,
+    check_comment,
+    check_title,
+    parse_assignee,
+    parse_status,
+)
 from core.timeline import EventId, check_reason, check_text, parse_context, rfc3339
 
 
@@ -82,6 +101,83 @@ class ConversationTools:
         )
         return {"id": retraction.id, "seq": retraction.seq}
 
+    # --- tasks: every change is recorded as made by this run ------------------------------
+
+    @property
+    def _actor(self) -> Actor:
+        return Actor(kind=ActorKind.RUN, name=self._run.role_address, run_id=self._run.id)
+
+    async def task_create(
+        self, title: str, *, body: str | None = None, assignee: str | None = None
+    ) -> dict[str, Any]:
+        task, _ = await self._db.tasks.create(
+            title=check_title(title),
+            body=check_body(body),
+            assignee=parse_assignee(assignee),
+            external=None,
+            actor=self._actor,
+        )
+        return task_view(task)
+
+    async def task_get(self, task_id: str) -> dict[str, Any]:
+        task, events = await self._db.tasks.get(str(task_id))
+        return {**task_view(task), "history": [task_event_view(e) for e in events]}
+
+    async def task_list(
+        self, *, status: str | None = None, assignee: str | None = None
+    ) -> list[dict[str, Any]]:
+        found = await self._db.tasks.list(
+            status=parse_status(status) if status is not None else None,
+            assignee=parse_assignee(assignee),
+            limit=100,
+        )
+        return [task_view(t) for t in found]
+
+    async def task_comment(self, task_id: str, text: str) -> dict[str, Any]:
+        event = await self._db.tasks.comment(TaskId(str(task_id)), check_comment(text), self._actor)
+        return task_event_view(event)
+
+    async def task_update(
+        self,
+        task_id: str,
+        *,
+        status: str | None = None,
+        title: str | None = None,
+        body: str | None = None,
+        assignee: str | None = None,
+    ) -> dict[str, Any]:
+        change = TaskChange(
+            title=check_title(title) if title is not None else None,
+            body=check_body(body) if body is not None else None,
+            status=parse_status(status) if status is not None else None,
+            assignee=(parse_assignee(assignee) or "") if assignee is not None else None,
+        )
+        task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
+        return {**task_view(task), "changed": event is not None}
+
+
+def task_view(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "title": task.title,
+        "body": task.body,
+        "status": task.status.value,
+        "assignee": task.assignee,
+        "external": task.external.to_json() if task.external else None,
+        "updated_at": rfc3339(task.updated_at),
+    }
+
+
+def task_event_view(event: TaskEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "at": rfc3339(event.at),
+        "kind": event.kind.value,
+        "by": event.actor.name,
+        "changes": dict(event.changes),
+        "text": event.text,
+    }
+
 
 # --- calling a tool by name ----------------------------------------------------------------
 
@@ -134,6 +230,34 @@ async def _retract(tools: ConversationTools, args: dict[str, Any]) -> Any:
     return await tools.retract(args["message_id"], reason=args.get("reason"))
 
 
+async def _task_create(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.task_create(
+        args["title"], body=args.get("body"), assignee=args.get("assignee")
+    )
+
+
+async def _task_get(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.task_get(args["task_id"])
+
+
+async def _task_list(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return {
+        "tasks": await tools.task_list(status=args.get("status"), assignee=args.get("assignee"))
+    }
+
+
+async def _task_comment(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.task_comment(args["task_id"], args["text"])
+
+
+async def _task_update(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    fields = {k: args.get(k) for k in ("status", "title", "body", "assignee")}
+    return await tools.task_update(args["task_id"], **fields)
+
+
+_STATUS = {"type": "string", "enum": [s.value for s in TaskStatus]}
+
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
@@ -180,6 +304,54 @@ TOOLS: dict[str, Tool] = {
                 {"message_id": {"type": "string"}, "reason": {"type": "string"}}, ["message_id"]
             ),
             call=_retract,
+        ),
+        Tool(
+            name="task_create",
+            description="Create a task (a tracked work item people see). `assignee`: a role.",
+            input_schema=_schema(
+                {
+                    "title": {"type": "string"},
+                    "body": {"type": "string"},
+                    "assignee": {"type": "string"},
+                },
+                ["title"],
+            ),
+            call=_task_create,
+        ),
+        Tool(
+            name="task_get",
+            description="A task and its history (who changed what, comments).",
+            input_schema=_schema({"task_id": {"type": "string"}}, ["task_id"]),
+            call=_task_get,
+        ),
+        Tool(
+            name="task_list",
+            description="Tasks, oldest first, by status and assignee role.",
+            input_schema=_schema({"status": _STATUS, "assignee": {"type": "string"}}),
+            call=_task_list,
+        ),
+        Tool(
+            name="task_comment",
+            description="Comment on a task.",
+            input_schema=_schema(
+                {"task_id": {"type": "string"}, "text": {"type": "string"}}, ["task_id", "text"]
+            ),
+            call=_task_comment,
+        ),
+        Tool(
+            name="task_update",
+            description="Change a task's status, title, body or assignee (null: unassign).",
+            input_schema=_schema(
+                {
+                    "task_id": {"type": "string"},
+                    "status": _STATUS,
+                    "title": {"type": "string"},
+                    "body": {"type": "string"},
+                    "assignee": {"type": ["string", "null"]},
+                },
+                ["task_id"],
+            ),
+            call=_task_update,
         ),
     )
 }

@@ -52,7 +52,10 @@ async def test_the_tools_are_listed_with_their_schemas(gateway):
     listed = await gateway.get("/api/v1/tools", token=token)
     assert listed.status == 200, listed.text
     names = {t["name"] for t in listed.body["tools"]}
-    assert names == {"peek_pending", "store", "recall", "send_message", "retract"}
+    assert names == {
+        "peek_pending", "store", "recall", "send_message", "retract",
+        "task_create", "task_get", "task_list", "task_comment", "task_update",
+    }  # fmt: skip
     store = next(t for t in listed.body["tools"] if t["name"] == "store")
     assert store["input_schema"]["required"] == ["payload"]
 
@@ -123,3 +126,29 @@ async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway):
     (await _tool(gateway, token, "send_message", {"text": ""})).error(422, "empty_text")
     (await gateway.post("/api/v1/runs/nope/token")).error(404, "run_not_found")
     (await gateway.post(f"/api/v1/runs/{run_id}/token", token=None)).error(401, "unauthorized")
+
+
+async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway):
+    _, run_id, token = await _conversation(gateway, "person:ann")
+    created = await _tool(gateway, token, "task_create", {"title": "Order chairs",
+                                                          "assignee": "echo"})  # fmt: skip
+    assert created.status == 200, created.text
+    task = created.body["result"]
+    assert task["status"] == "open" and task["assignee"] == "echo"
+    updated = await _tool(gateway, token, "task_update", {"task_id": task["id"],
+                                                          "status": "in_progress"})  # fmt: skip
+    assert updated.body["result"]["changed"] is True
+    commented = await _tool(gateway, token, "task_comment", {"task_id": task["id"],
+                                                             "text": "ordered"})  # fmt: skip
+    assert commented.body["result"]["kind"] == "commented"
+    listed = await _tool(gateway, token, "task_list", {"status": "in_progress"})
+    assert [t["id"] for t in listed.body["result"]["tasks"]] == [task["id"]]
+
+    history = (await gateway.get(f"/api/v1/tasks/{task['id']}")).body["history"]
+    assert [e["kind"] for e in history] == ["created", "updated", "commented"]
+    assert {e["actor"]["run_id"] for e in history} == {run_id}
+    assert {e["actor"]["kind"] for e in history} == {"run"}
+    (await _tool(gateway, token, "task_update", {"task_id": task["id"], "status": "later"})).error(
+        422, "invalid_status"
+    )
+    (await _tool(gateway, token, "task_get", {"task_id": "nope"})).error(404, "task_not_found")
