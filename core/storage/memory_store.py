@@ -39,7 +39,7 @@ from core.storage.writer import Batch, Writer
 from core.timeline import ThreadId
 
 _m = schema.memory_entries
-_search = table(schema.MEMORY_SEARCH, column("text"), column("entry_id"))
+_search = table(schema.MEMORY_SEARCH, column("rowid"), column("text"), column("entry_id"))
 _INSERT_ENTRY = insert(_m)
 _INSERT_SEARCH = insert(_search)
 
@@ -112,12 +112,17 @@ def recall(
 ) -> list[MemoryEntry]:
     dialect = conn.dialect.name
     statement = select(_m).where(_m.c.role == role, _recallable(thread_id))
+    newest_first = [_m.c.at.desc(), _m.c.id.desc()]
     if query.words:
         if dialect == "sqlite":
             match = " ".join(f'"{word}"' for word in query.words)
             statement = statement.join(_search, _search.c.entry_id == _m.c.id).where(
                 literal_column(schema.MEMORY_SEARCH).op("MATCH", return_type=Boolean)(match)
             )
+            # Entries are appended, so the FTS rows' order is the entries' order: walking it
+            # backwards lets SQLite stop after `limit` matches instead of sorting every match
+            # of a common word.
+            newest_first = [_search.c.rowid.desc()]
         else:
             tsquery = func.to_tsquery("simple", " & ".join(query.words))
             statement = statement.where(
@@ -125,7 +130,7 @@ def recall(
             )
     for name, value in (query.where or {}).items():
         statement = statement.where(_field_is(dialect, name, value))
-    statement = statement.order_by(_m.c.at.desc(), _m.c.id.desc()).limit(query.limit)
+    statement = statement.order_by(*newest_first).limit(query.limit)
     return [
         MemoryEntry(
             id=MemoryId(row.id),

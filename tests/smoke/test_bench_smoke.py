@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import ingest, roundtrip, sleep_memory, timeline
+from bench import ingest, recall, roundtrip, run_all, sleep_memory, timeline
 
 
 def test_ingest_benchmark_runs_against_all_three_servers(tmp_path: Path) -> None:
@@ -32,3 +32,23 @@ def test_sleep_memory_benchmark_settles_awake_and_asleep(tmp_path: Path) -> None
     assert (runs["awake"].sessions_awake, runs["awake"].sessions_asleep) == (20, 0)
     assert (runs["asleep"].sessions_awake, runs["asleep"].sessions_asleep) == (0, 20)
     assert all(run.used.rss > 0 and run.missing == 0 for run in runs.values())
+
+
+def test_recall_benchmark_finds_every_query_and_writes_its_section(tmp_path: Path) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.recall_only(report, entries=600, threads=12, reads=20)
+    assert section[0] == run_all.RECALL_HEADING
+    assert "Wrong answers: 0 " in "\n".join(section)
+    written = report.read_text()
+    assert written.startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Agent memory")
+    run_all.recall_only(report, entries=300, threads=6, reads=10)
+    assert report.read_text().count(run_all.RECALL_HEADING) == 1
+
+
+def test_recall_benchmark_checks_the_repository_against_its_sql() -> None:
+    result = recall.measure(entries=600, threads=12, reads=20)
+    assert set(result.passes) == {recall.CEILING, recall.FILTERED, recall.REPOSITORY}
+    assert all(p.latency.count == 20 for p in result.passes.values())
+    assert result.wrong == 0 and all(m >= 1 for m in result.matched)
+    assert result.store_rate > 0 and result.database_bytes > 0
