@@ -19,9 +19,7 @@ async def test_concurrent_comments_get_one_seq_each_in_position_order(database):
         title="t", body="", assignee=None, external=None, actor=ANN
     )
     await asyncio.gather(*(database.tasks.comment(task.id, f"c{i}", ANN) for i in range(20)))
-    _, event = await database.tasks.update(
-        task.id, TaskChange(status=TaskStatus.IN_PROGRESS), ANN
-    )
+    _, event = await database.tasks.update(task.id, TaskChange(status=TaskStatus.IN_PROGRESS), ANN)
 
     after, history = await database.tasks.get(task.id)
     assert [e.seq for e in history] == list(range(1, 23))
