@@ -17,6 +17,8 @@ with the run named by its token. Agents speak of "this conversation": no tool ta
 | `task_list` | `status?`, `assignee?` | tasks, oldest first (at most 100) |
 | `task_comment` | `task_id`, `text` | comment on a task |
 | `task_update` | `task_id`, `status?`, `title?`, `body?`, `assignee?` | change a task |
+| `subscribe` | `task_id` | watch a task: its changes (by others) wake this conversation |
+| `unsubscribe` | `task_id` | stop watching it |
 """
 
 from __future__ import annotations
@@ -101,6 +103,16 @@ class ConversationTools:
         )
         return {"id": retraction.id, "seq": retraction.seq}
 
+    # --- subscriptions -------------------------------------------------------------------
+
+    async def subscribe(self, task_id: str) -> dict[str, Any]:
+        added = await self._db.subscriptions.subscribe(self._run.id, _task_id(task_id))
+        return {"task_id": task_id, "subscribed": True, "new": added}
+
+    async def unsubscribe(self, task_id: str) -> dict[str, Any]:
+        removed = await self._db.subscriptions.unsubscribe(self._run.id, _task_id(task_id))
+        return {"task_id": task_id, "subscribed": False, "was": removed}
+
     # --- tasks: every change is recorded as made by this run ------------------------------
 
     @property
@@ -154,6 +166,12 @@ class ConversationTools:
         )
         task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
         return {**task_view(task), "changed": event is not None}
+
+
+def _task_id(raw: object) -> TaskId:
+    if not isinstance(raw, str) or not raw:
+        raise InvalidInput("task_id must be a task's id", code="invalid_argument")
+    return TaskId(raw)
 
 
 def task_view(task: Task) -> dict[str, Any]:
@@ -255,6 +273,14 @@ async def _task_update(tools: ConversationTools, args: dict[str, Any]) -> Any:
     return await tools.task_update(args["task_id"], **fields)
 
 
+async def _subscribe(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.subscribe(args["task_id"])
+
+
+async def _unsubscribe(tools: ConversationTools, args: dict[str, Any]) -> Any:
+    return await tools.unsubscribe(args["task_id"])
+
+
 _STATUS = {"type": "string", "enum": [s.value for s in TaskStatus]}
 
 
@@ -352,6 +378,19 @@ TOOLS: dict[str, Tool] = {
                 ["task_id"],
             ),
             call=_task_update,
+        ),
+        Tool(
+            name="subscribe",
+            description="Watch a task: when someone else changes it or comments on it, this "
+            "conversation hears of it in its next turn.",
+            input_schema=_schema({"task_id": {"type": "string"}}, ["task_id"]),
+            call=_subscribe,
+        ),
+        Tool(
+            name="unsubscribe",
+            description="Stop watching a task.",
+            input_schema=_schema({"task_id": {"type": "string"}}, ["task_id"]),
+            call=_unsubscribe,
         ),
     )
 }

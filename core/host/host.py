@@ -23,8 +23,11 @@ Rules, in the order a nudge meets them:
   resumes the same session from its stored state.
 - **Control pre-empts work.** `cancel` stops the running attempt at once; the turn ends as
   cancelled and the run stays usable.
+- **Task news.** A committed task event nudges every run subscribed to the task, except the run
+  that made the change; the driver reads the news past the run's task cursor.
 - **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
-  has not looked at its thread's latest event is nudged again.
+  has not looked at its thread's latest event, and every run with task news past its task
+  cursor, is nudged again.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from core.runs.conversation import plan_turn
 from core.runs.run import Run, RunId, RunKind
 from core.runtimes.registry import Runtimes
 from core.storage.database import Database
+from core.tasks import TaskEvent
 from core.timeline import AnyEvent, Message, ThreadId
 
 __all__ = ["HostLimits", "RunHost"]
@@ -89,6 +93,7 @@ class RunHost:
         self._roles_of: dict[ThreadId, tuple[str, ...]] = {}
         self._background: list[asyncio.Task[None]] = []
         self._committed: list[Message] = []
+        self._task_news: list[TaskEvent] = []
         self._commits = asyncio.Event()
         self._stop_listening: Callable[[], None] | None = None
 
@@ -97,6 +102,8 @@ class RunHost:
     async def start(self) -> None:
         self._stop_listening = self._db.listen(self._on_commit)
         for thread_id, role in await self._db.runs.conversations_with_news():
+            self.nudge(thread_id, role)
+        for thread_id, role in await self._db.subscriptions.runs_with_news():
             self.nudge(thread_id, role)
         self._background = [
             asyncio.create_task(self._route(), name="rolecall-router"),
@@ -135,11 +142,13 @@ class RunHost:
             live.queued_at = self._clock()
             live.driving = asyncio.create_task(self._drive(live))
 
-    def _on_commit(self, events: Sequence[AnyEvent]) -> None:
-        """Storage's after-commit listener: keep the messages for the router (no I/O here)."""
+    def _on_commit(self, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
+        """Storage's after-commit listener: keep messages and task events for the router (no
+        I/O here)."""
         messages = [e for e in events if isinstance(e, Message)]
-        if messages:
+        if messages or task_events:
             self._committed.extend(messages)
+            self._task_news.extend(task_events)
             self._commits.set()
 
     async def _route(self) -> None:
@@ -148,6 +157,16 @@ class RunHost:
             await self._commits.wait()
             self._commits.clear()
             messages, self._committed = self._committed, []
+            task_events, self._task_news = self._task_news, []
+            for event in task_events:
+                try:
+                    watchers = await self._db.subscriptions.subscribers(event.task_id)
+                except Exception:  # past the runs' task cursors: read again on restart
+                    log.exception("routing an event of task %s failed", event.task_id)
+                    continue
+                for run_id, thread_id, role in watchers:
+                    if run_id != event.actor.run_id:  # not woken by what it did itself
+                        self.nudge(thread_id, role)
             for message in messages:
                 try:
                     roles = await self._roles_in(message.thread_id)
@@ -202,12 +221,17 @@ class RunHost:
                 role=role.address,
                 cursor=given.run.cursor,
                 read_to=given.page.next,
+                task_news=given.tasks.news,
+                task_cursor=given.run.task_cursor,
+                task_read_to=given.tasks.read_to,
             )
             if not plan.wakes:
                 if plan.advance:
-                    live.run = await runs.advance_cursor(given.run, plan.cursor_to)
+                    live.run = await runs.advance_cursor(
+                        given.run, plan.cursor_to, plan.task_cursor_to
+                    )
                 return
-            if given.page.more:
+            if given.page.more or given.tasks.more:
                 live.nudged = True  # the rest is read for the next turn
             await self._turns.take(live, role, given, plan)
             live.queued_at = self._clock()

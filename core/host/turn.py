@@ -91,6 +91,7 @@ class TurnTaker:
             more=given.page.more,
             opening=not run.session.opened,
             recent=given.recent.events if given.recent else (),
+            subscribed=given.subscribed,
         )
         tools = ConversationTools(self._db, run, read_to=plan.cursor_to)
         started_at = self._clock()
@@ -182,6 +183,7 @@ class TurnTaker:
             _end, after = await self._runs.finish_turn(
                 run,
                 cursor_to=plan.cursor_to,
+                task_cursor_to=plan.task_cursor_to,
                 messages=messages,
                 notice=notice,
                 record=record,

@@ -11,6 +11,8 @@ A run is only ever nudged; it then reads every event after its cursor that its r
   turn).
 - Other news (a participant removed or re-added, a retraction) does not wake a turn on its own; it
   stays past the cursor and is told with the next turn.
+- News of a task the run subscribes to — a change made by anyone but this run — wakes a turn
+  (cause `news` when no person's message came with it); all of it comes as one digest.
 
 `end_of_turn` applies the product's rule: a turn that began with a person's message always ends
 in a reply — the agent's, or a `system` notice that it did not answer. A turn woken only by news
@@ -21,10 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.participants import Address, ParticipantKind, kind_of
 from core.runs.run import TurnCause, TurnOutcome
 from core.runtimes.base import Prompt, PromptEvent
+from core.tasks import Task, TaskEvent
 from core.timeline import AnyEvent, Message, Retraction, SystemNote
 
 
@@ -34,13 +38,17 @@ class TurnPlan:
 
     cursor_from: int
     cursor_to: int
-    """The `seq` of the last event read: where the cursor goes once the turn is done."""
+    """Where the cursor goes: with a turn, the `seq` of the last event read."""
     news: Sequence[AnyEvent]
     """What the agent is told, in timeline order (its own messages and system notes left out)."""
     wakes: bool
-    """True: take a turn. False: no turn; move the cursor to `cursor_to` if `advance`."""
+    """True: take a turn. False: no turn; move the cursors if `advance`."""
     cause: TurnCause
     advance: bool
+    task_news: Sequence[tuple[Task, TaskEvent]] = ()
+    """News of the tasks the run subscribes to, in position order (its own changes left out)."""
+    task_cursor_from: int = 0
+    task_cursor_to: int = 0
 
     @property
     def messages(self) -> list[Message]:
@@ -64,20 +72,36 @@ def _wakes(event: AnyEvent) -> bool:
 
 
 def plan_turn(
-    events: Sequence[AnyEvent], *, role: Address, cursor: int, read_to: int | None = None
+    events: Sequence[AnyEvent],
+    *,
+    role: Address,
+    cursor: int,
+    read_to: int | None = None,
+    task_news: Sequence[tuple[Task, TaskEvent]] = (),
+    task_cursor: int = 0,
+    task_read_to: int | None = None,
 ) -> TurnPlan:
-    """Decide on the events past `cursor` that `role` may see (in `seq` order). `read_to` is the
-    last `seq` the read covered (events the role may not see included; default: the last event)."""
+    """Decide on the events past `cursor` that `role` may see (in `seq` order) and the task news
+    past `task_cursor`. `read_to` / `task_read_to`: how far the reads went (what the run may not
+    see, or made itself, included; default: the last event given)."""
     news = [e for e in events if not _own(e, role)]
-    wakes = any(_wakes(e) for e in news)
+    by_a_person = any(_wakes(e) for e in news)
+    wakes = by_a_person or bool(task_news)
     last = read_to if read_to is not None else (events[-1].seq if events else cursor)
+    task_last = task_read_to if task_read_to is not None else task_cursor
+    # Without a turn, the cursor moves only over what is not news to the run; the task cursor
+    # over what the run made itself (task news always wakes).
+    cursor_to = last if wakes or not news else cursor
     return TurnPlan(
         cursor_from=cursor,
-        cursor_to=last,
+        cursor_to=cursor_to,
         news=news,
         wakes=wakes,
-        cause=TurnCause.MESSAGE,
-        advance=last > cursor and (wakes or not news),
+        cause=TurnCause.MESSAGE if by_a_person else TurnCause.NEWS,
+        advance=not wakes and (cursor_to > cursor or task_last > task_cursor),
+        task_news=task_news,
+        task_cursor_from=task_cursor,
+        task_cursor_to=task_last,
     )
 
 
@@ -131,9 +155,11 @@ def prompt_for(
     more: bool,
     opening: bool,
     recent: Sequence[AnyEvent] = (),
+    subscribed: Sequence[Task] = (),
 ) -> Prompt:
-    """What the turn is told: the news in order, how many people's messages wait, and — for a
-    session's opening turn — the recent conversation (archived messages included)."""
+    """What the turn is told: the news in order, how many people's messages wait, the task news
+    as one digest (per task, its new events), and — for a session's opening turn — the recent
+    conversation (archived messages included) and the tasks it subscribes to."""
     seq_of = {e.id: e.seq for e in (*recent, *plan.news)}
     return Prompt(
         role=role,
@@ -143,7 +169,36 @@ def prompt_for(
         more=more,
         opening=opening,
         recent=[PromptEvent.of(e, seq_of=seq_of) for e in recent] if opening else (),
+        tasks=task_digest(plan.task_news),
+        subscribed=[task_summary(t) for t in subscribed] if opening else (),
     )
+
+
+def task_summary(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "title": task.title,
+        "status": task.status.value,
+        "assignee": task.assignee,
+    }
+
+
+def task_digest(news: Sequence[tuple[Task, TaskEvent]]) -> list[dict[str, Any]]:
+    """Task news as one digest: each task once (as it is now), with its new events in order."""
+    digest: dict[str, dict[str, Any]] = {}
+    for task, event in news:
+        entry = digest.setdefault(task.id, {**task_summary(task), "events": []})
+        entry.update(task_summary(task))
+        entry["events"].append(
+            {
+                "seq": event.seq,
+                "kind": event.kind.value,
+                "by": event.actor.name,
+                "changes": dict(event.changes),
+                "text": event.text,
+            }
+        )
+    return list(digest.values())
 
 
 def pending_for(events: Sequence[AnyEvent], *, role: Address) -> list[PromptEvent]:

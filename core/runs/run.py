@@ -70,6 +70,8 @@ class Run:
     thread_id: ThreadId | None
     task_id: str | None
     cursor: int
+    task_cursor: int
+    """The task-event position up to which it has looked (news of the tasks it subscribes to)."""
     status: RunStatus
     failures: int
     last_error: str | None

@@ -111,8 +111,13 @@ class Prompt:
     more: bool = False
     """More news lies beyond this turn's read; it comes in the next turn."""
     opening: bool = False
-    """The first turn of a session: `recent` carries the conversation so far (bounded)."""
+    """The first turn of a session: `recent` carries the conversation so far (bounded) and
+    `subscribed` the tasks it watches."""
     recent: Sequence[PromptEvent] = ()
+    tasks: Sequence[Mapping[str, Any]] = ()
+    """Task news as one digest: `{id, title, status, assignee, events: [{seq, kind, by,
+    changes, text}]}` per task."""
+    subscribed: Sequence[Mapping[str, Any]] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,6 +128,9 @@ class Prompt:
         }
         if self.opening:
             out["recent"] = [e.to_json() for e in self.recent]
+            out["subscribed"] = [dict(t) for t in self.subscribed]
+        if self.tasks:
+            out["tasks"] = [dict(t) for t in self.tasks]
         return out
 
 
@@ -191,6 +199,16 @@ class TurnTools(Protocol):
 
     async def retract(self, message_id: str, *, reason: str | None = None) -> dict[str, Any]:
         """Retract one of the role's own earlier messages in this conversation."""
+        ...
+
+    async def subscribe(self, task_id: str) -> dict[str, Any]:
+        """Watch a task: its changes by others wake this conversation."""
+        ...
+
+    async def task_create(
+        self, title: str, *, body: str | None = None, assignee: str | None = None
+    ) -> dict[str, Any]:
+        """Create a task, recorded as made by this run."""
         ...
 
 

@@ -5,6 +5,7 @@
     db.runs      # runs, their sessions and turns
     db.memory    # the roles' agent memory
     db.tasks     # tasks and their events
+    db.subscriptions  # which conversation runs watch which tasks
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -26,12 +27,17 @@ from core.storage.migrate import upgrade_schema
 from core.storage.repository import ThreadRepository
 from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
+from core.storage.subscriptions import SqlSubscriptionRepository
 from core.storage.task_store import SqlTaskRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
 from core.storage.writer import Writer
+from core.tasks import TaskEvent
 from core.timeline import AnyEvent
 
 __all__ = ["Database", "open_database", "upgrade_schema"]
+
+
+Listener = Callable[[Sequence[AnyEvent], Sequence[TaskEvent]], None]
 
 
 def utc_now() -> datetime:
@@ -44,15 +50,17 @@ class Database:
     runs: SqlRunRepository
     memory: SqlMemoryRepository
     tasks: SqlTaskRepository
+    subscriptions: SqlSubscriptionRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
     _reads: Transactor
-    _listeners: list[Callable[[Sequence[AnyEvent]], None]] = field(default_factory=list)
+    _listeners: list[Listener] = field(default_factory=list)
 
-    def listen(self, listener: Callable[[Sequence[AnyEvent]], None]) -> Callable[[], None]:
-        """Call `listener` with the events of every commit made here, right after it; returns
-        the function that stops it. Listeners must be quick and must not raise."""
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with the timeline events and task events of every commit made here,
+        right after it; returns the function that stops it. Listeners must be quick and must
+        not raise."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
@@ -72,14 +80,15 @@ async def open_database(
     max_batch: int = 256,
 ) -> Database:
     bus = bus or CommittedEvents()
-    listeners: list[Callable[[Sequence[AnyEvent]], None]] = []
+    listeners: list[Listener] = []
 
-    def committed(events: Sequence[AnyEvent]) -> None:
-        if on_appended is not None:
+    def committed(events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
+        if events and on_appended is not None:
             on_appended(events)
         for listener in listeners:
-            listener(events)
-        bus.publish(events[-1].position)
+            listener(events, task_events)
+        if events:
+            bus.publish(events[-1].position)
 
     writes, reads = _transactors(url)
     writer = Writer(writes, clock=clock, on_commit=committed, max_batch=max_batch)
@@ -91,6 +100,7 @@ async def open_database(
         runs=SqlRunRepository(reads, writer),
         memory=SqlMemoryRepository(reads, writer),
         tasks=SqlTaskRepository(reads, writer),
+        subscriptions=SqlSubscriptionRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

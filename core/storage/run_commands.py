@@ -73,6 +73,7 @@ class EnsureConversationRun(_OnThread):
                 "thread_id": self.thread_id,
                 "task_id": None,
                 "cursor": 0,
+                "task_cursor": 0,
                 "status": RunStatus.READY.value,
                 "failures": 0,
                 "last_error": None,
@@ -100,6 +101,7 @@ class EnsureConversationRun(_OnThread):
             thread_id=self.thread_id,
             task_id=None,
             cursor=0,
+            task_cursor=0,
             status=RunStatus.READY,
             failures=0,
             last_error=None,
@@ -122,6 +124,8 @@ class AdvanceCursor(_OnThread):
     run_id: RunId
     expected_cursor: int
     to: int
+    expected_task_cursor: int
+    task_to: int
 
     @property
     def run_ids(self) -> Sequence[str]:
@@ -129,9 +133,10 @@ class AdvanceCursor(_OnThread):
 
     def apply(self, batch: Batch) -> Callable[[], bool]:
         state = batch.run(self.run_id)
-        if state.cursor != self.expected_cursor:
+        expected = (self.expected_cursor, self.expected_task_cursor)
+        if (state.cursor, state.task_cursor) != expected:
             return lambda: False
-        state.cursor, state.changed = self.to, True
+        state.cursor, state.task_cursor, state.changed = self.to, self.task_to, True
         return lambda: True
 
 
@@ -172,6 +177,8 @@ class FinishTurn(_OnThread):
     role: str
     expected_cursor: int
     cursor_to: int
+    expected_task_cursor: int
+    task_cursor_to: int
     messages: Sequence[str]
     notice: str | None
     record: TurnRecord
@@ -195,11 +202,11 @@ class FinishTurn(_OnThread):
         posted = len(said) if speaks else 0
         cursor = thread.last_seq + posted if caught_up else self.cursor_to
         state = batch.run(self.run_id)
-        if state.cursor != self.expected_cursor:
+        if (state.cursor, state.task_cursor) != (self.expected_cursor, self.expected_task_cursor):
             raise Conflict(
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
-        state.cursor = cursor
+        state.cursor, state.task_cursor = cursor, self.task_cursor_to
         state.last_turn = number = state.last_turn + 1
         if self.failed:
             state.status, state.failures = RunStatus.FAILED.value, state.failures + 1

@@ -27,9 +27,11 @@ from core.runs.run import (
     TurnCause,
     TurnOutcome,
 )
-from core.storage import reads, schema
+from core.storage import reads, schema, subscriptions
 from core.storage.repository import TimelinePage
 from core.storage.rows import from_micros
+from core.storage.subscriptions import TaskNews
+from core.tasks import Task
 from core.timeline import EventId, EventKind, ThreadId
 from core.visibility import blackouts, is_visible, own_changes
 
@@ -51,6 +53,7 @@ def run_from_row(row: Any) -> Run:
         thread_id=ThreadId(row.thread_id) if row.thread_id else None,
         task_id=row.task_id,
         cursor=row.cursor,
+        task_cursor=row.task_cursor,
         status=RunStatus(row.status),
         failures=row.failures,
         last_error=row.last_error,
@@ -148,6 +151,10 @@ class TurnInput:
     included), where the cursor may go once the turn is done."""
     recent: TimelinePage | None
     """For a session's opening turn: the conversation up to the cursor (newest `recent`)."""
+    tasks: TaskNews
+    """News of the tasks the run subscribes to, past its task cursor."""
+    subscribed: Sequence[Task] = ()
+    """For a session's opening turn: the tasks the run subscribes to."""
 
 
 # A run's news in one statement: the role's own state changes up to the cursor (for its blackout
@@ -198,9 +205,13 @@ def turn_input(conn: Connection, current: Run, limit: int, recent: int) -> TurnI
     role = current.role_address
     page = news(conn, current.thread_id, role, current.cursor, limit)
     opening = None
-    if not current.session.opened and current.cursor > 0:
-        opening = reads.backward(conn, current.thread_id, role, current.cursor + 1, recent)
-    return TurnInput(run=current, page=page, recent=opening)
+    subscribed: list[Task] = []
+    if not current.session.opened:
+        if current.cursor > 0:
+            opening = reads.backward(conn, current.thread_id, role, current.cursor + 1, recent)
+        subscribed = subscriptions.subscribed_tasks(conn, current.id)
+    tasks = subscriptions.task_news(conn, current, limit)
+    return TurnInput(run=current, page=page, recent=opening, tasks=tasks, subscribed=subscribed)
 
 
 def pending(

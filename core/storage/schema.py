@@ -19,6 +19,9 @@
   column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
 - `tasks`, `task_events`: tracked work items and every change to them (who, what), the events
   in a stream of their own (`task_events` counter in `stream_positions`).
+- `subscriptions`: which conversation runs watch which tasks; `since` is the task-event position
+  at subscribing (older events are not news to it). `runs.task_cursor` is the task-event position
+  up to which a run has looked.
 - `run_tokens`: bearer tokens naming one run each, kept only as SHA-256 digests.
 - `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
   person-facing reads leave them out unless asked.
@@ -139,6 +142,7 @@ runs = Table(
     Column("last_turn", Integer, nullable=False, server_default=text("0")),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+    Column("task_cursor", BigInteger, nullable=False, server_default=text("0")),
     # One conversation run per role per thread (task runs have no thread: NULLs are distinct).
     UniqueConstraint("thread_id", "role"),
 )
@@ -233,6 +237,16 @@ task_events = Table(
 )
 
 TASK_EVENTS_STREAM = "task_events"
+
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id"), primary_key=True),
+    Column("task_id", String(32), ForeignKey("tasks.id"), primary_key=True),
+    Column("since", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "task_id"),
+)
 
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

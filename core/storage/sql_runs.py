@@ -44,18 +44,21 @@ class SqlRunRepository:
         """The run of `role` in the thread, and whether this call created it."""
         return await self._writer.run(EnsureConversationRun(thread_id, role))
 
-    async def advance_cursor(self, run: Run, to: int) -> Run | None:
-        """Move the cursor of `run` (as the caller knew it) to `to`: the run as it now stands,
-        or None when it had moved on meanwhile."""
+    async def advance_cursor(self, run: Run, to: int, task_to: int) -> Run | None:
+        """Move the cursors of `run` (as the caller knew it) to `to` and `task_to`: the run as
+        it now stands, or None when it had moved on meanwhile."""
         assert run.thread_id is not None
-        moved = await self._writer.run(AdvanceCursor(run.thread_id, run.id, run.cursor, to))
-        return replace(run, cursor=to) if moved else None
+        moved = await self._writer.run(
+            AdvanceCursor(run.thread_id, run.id, run.cursor, to, run.task_cursor, task_to)
+        )
+        return replace(run, cursor=to, task_cursor=task_to) if moved else None
 
     async def finish_turn(
         self,
         run: Run,
         *,
         cursor_to: int,
+        task_cursor_to: int,
         messages: Sequence[str],
         notice: str | None,
         record: TurnRecord,
@@ -71,6 +74,8 @@ class SqlRunRepository:
                 run.role,
                 run.cursor,
                 cursor_to,
+                run.task_cursor,
+                task_cursor_to,
                 messages,
                 notice,
                 record,
@@ -84,6 +89,7 @@ class SqlRunRepository:
         return end, replace(
             run,
             cursor=end.cursor,
+            task_cursor=task_cursor_to,
             turns=end.turn_number,
             status=end.status,
             failures=end.failures,

@@ -115,6 +115,7 @@ def _append(
             "text": text,
         },
     )
+    batch.task_events.append(event)
     return event
 
 

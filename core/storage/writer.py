@@ -5,6 +5,7 @@ commands are waiting (up to `max_batch`), runs them in one transaction, commits 
 then answers each caller and nudges the bus. So:
 
 - What a caller was told is committed: the answer is sent after the commit.
+- After the commit, `on_commit` gets the timeline events and the task events the batch appended.
 - Positions are handed out in commit order. The position counter row is updated inside the
   transaction, which serialises committers (across processes too, on PostgreSQL), so no reader
   ever sees position N+1 while N is still uncommitted.
@@ -36,6 +37,7 @@ from core.storage import schema
 from core.storage.ids import new_id
 from core.storage.rows import event_to_row, from_micros, to_micros
 from core.storage.transact import Transactor
+from core.tasks import TaskEvent
 from core.threads import Thread
 from core.timeline import (
     AnyEvent,
@@ -81,6 +83,7 @@ class RunState:
 
     id: str
     cursor: int
+    task_cursor: int
     status: str
     failures: int
     last_error: str | None
@@ -91,6 +94,7 @@ class RunState:
         return {
             "b_id": self.id,
             "b_cursor": self.cursor,
+            "b_task_cursor": self.task_cursor,
             "b_status": self.status,
             "b_failures": self.failures,
             "b_last_error": self.last_error,
@@ -122,6 +126,8 @@ class Batch:
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
         self.runs: dict[str, RunState] = {}
+        self.task_events: list[TaskEvent] = []
+        """Task events this batch appended (for the after-commit listeners)."""
         self.rows_after: dict[Table, list[Callable[[], dict[str, Any]]]] = {}
         """Rows to insert once the staged events have their ids (one executemany per table)."""
 
@@ -151,6 +157,7 @@ class Batch:
             self.runs[row.id] = RunState(
                 id=row.id,
                 cursor=row.cursor,
+                task_cursor=row.task_cursor,
                 status=row.status,
                 failures=row.failures,
                 last_error=row.last_error,
@@ -258,13 +265,20 @@ _SET_POLICY = (
 )
 _r = schema.runs
 _LOAD_RUNS = select(
-    _r.c.id, _r.c.cursor, _r.c.status, _r.c.failures, _r.c.last_error, _r.c.last_turn
+    _r.c.id,
+    _r.c.cursor,
+    _r.c.task_cursor,
+    _r.c.status,
+    _r.c.failures,
+    _r.c.last_error,
+    _r.c.last_turn,
 ).where(_r.c.id.in_(bindparam("ids", expanding=True)))
 _UPDATE_RUNS = (
     update(_r)
     .where(_r.c.id == bindparam("b_id"))
     .values(
         cursor=bindparam("b_cursor"),
+        task_cursor=bindparam("b_task_cursor"),
         status=bindparam("b_status"),
         failures=bindparam("b_failures"),
         last_error=bindparam("b_last_error"),
@@ -302,7 +316,7 @@ class Writer:
         transactor: Transactor,
         *,
         clock: Callable[[], datetime],
-        on_commit: Callable[[Sequence[AnyEvent]], None],
+        on_commit: Callable[[Sequence[AnyEvent], Sequence[TaskEvent]], None],
         max_batch: int = 256,
     ) -> None:
         self._transactor = transactor
@@ -350,7 +364,7 @@ class Writer:
 
     async def _commit(self, pending: list[_Pending]) -> None:
         try:
-            answers, events = await self._attempt(pending)
+            answers, events, task_events = await self._attempt(pending)
         except DBAPIError:
             if len(pending) == 1:
                 raise
@@ -363,15 +377,17 @@ class Writer:
             return
         for one, answer in zip(pending, answers, strict=True):
             _answer(one.future, answer)
-        if events:
-            self._on_commit(events)
+        if events or task_events:
+            self._on_commit(events, task_events)
 
-    async def _attempt(self, pending: list[_Pending]) -> tuple[list[Any], list[AnyEvent]]:
+    async def _attempt(
+        self, pending: list[_Pending]
+    ) -> tuple[list[Any], list[AnyEvent], list[TaskEvent]]:
         commands = [one.command for one in pending]
         now = to_micros(self._clock())
         finishers, batch = await self._transactor.transact(lambda c: _apply(c, commands, now))
         answers = [f if isinstance(f, RolecallError) else f() for f in finishers]
-        return answers, batch.committed
+        return answers, batch.committed, batch.task_events
 
 
 def _apply(

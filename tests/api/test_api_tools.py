@@ -55,6 +55,7 @@ async def test_the_tools_are_listed_with_their_schemas(gateway):
     assert names == {
         "peek_pending", "store", "recall", "send_message", "retract",
         "task_create", "task_get", "task_list", "task_comment", "task_update",
+        "subscribe", "unsubscribe",
     }  # fmt: skip
     store = next(t for t in listed.body["tools"] if t["name"] == "store")
     assert store["input_schema"]["required"] == ["payload"]
@@ -152,3 +153,26 @@ async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway
         422, "invalid_status"
     )
     (await _tool(gateway, token, "task_get", {"task_id": "nope"})).error(404, "task_not_found")
+
+
+async def test_subscribing_makes_task_changes_wake_the_conversation(gateway):
+    thread, run_id, token = await _conversation(gateway, "person:ann")
+    task = (await _tool(gateway, token, "task_create", {"title": "Paint the door"})).body["result"]
+    subscribed = await _tool(gateway, token, "subscribe", {"task_id": task["id"]})
+    assert subscribed.body["result"] == {"task_id": task["id"], "subscribed": True, "new": True}
+    done = {"author": "person:bob", "status": "done"}
+    assert (await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}", json=done)).status == 200
+
+    deadline = time.monotonic() + 10
+    while not [t for t in (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
+               if t["cause"] == "news"]:  # fmt: skip
+        assert time.monotonic() < deadline, "the news never woke the run"
+        await asyncio.sleep(0.02)
+    turns = (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
+    news = next(t for t in turns if t["cause"] == "news")
+    assert news["outcome"] == "silent"  # echo answers people only
+    assert news["prompt"]["tasks"][0]["events"][0]["changes"]["status"]["to"] == "done"
+    gone = await _tool(gateway, token, "unsubscribe", {"task_id": task["id"]})
+    assert gone.body["result"]["was"] is True
+    (await _tool(gateway, token, "subscribe", {"task_id": "nope"})).error(404, "task_not_found")
+    assert thread
