@@ -104,7 +104,7 @@ class RunHost:
         for thread_id, role in await self._db.runs.conversations_with_news():
             self.nudge(thread_id, role)
         for thread_id, role in await self._db.subscriptions.runs_with_news():
-            self.nudge(thread_id, role)
+            self.nudge(thread_id, role, tasks=True)
         self._background = [
             asyncio.create_task(self._route(), name="rolecall-router"),
             asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
@@ -129,8 +129,9 @@ class RunHost:
 
     # --- nudges -----------------------------------------------------------------------------
 
-    def nudge(self, thread_id: ThreadId, role: str) -> None:
-        """Something may be new for `role`'s run in the thread: read it soon."""
+    def nudge(self, thread_id: ThreadId, role: str, *, tasks: bool = False) -> None:
+        """Something may be new for `role`'s run in the thread (`tasks`: in the tasks it
+        watches): read it soon."""
         if role not in self._roles:
             return  # a role without a manifest here has no run to wake
         key = (thread_id, role)
@@ -138,6 +139,7 @@ class RunHost:
         if live is None:
             live = self._live[key] = LiveRun(thread_id=thread_id, role=role)
         live.nudged = True
+        live.tasks_pending = live.tasks_pending or tasks
         if live.driving is None:
             live.queued_at = self._clock()
             live.driving = asyncio.create_task(self._drive(live))
@@ -166,7 +168,7 @@ class RunHost:
                     continue
                 for run_id, thread_id, role in watchers:
                     if run_id != event.actor.run_id:  # not woken by what it did itself
-                        self.nudge(thread_id, role)
+                        self.nudge(thread_id, role, tasks=True)
             for message in messages:
                 try:
                     roles = await self._roles_in(message.thread_id)
@@ -209,12 +211,17 @@ class RunHost:
         role = self._roles[live.role]
         async with self._slot(role):
             runs = self._db.runs
-            if live.run is None:
+            if live.run is None:  # (re)loaded: what it may have missed includes task news
+                live.tasks_pending = True
                 live.run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
                 live.run_id = live.run.id
                 self._by_run[live.run.id] = live
+            with_tasks, live.tasks_pending = live.tasks_pending, False
             given = await runs.turn_input(
-                live.run, limit=self._limits.read_limit, recent=self._limits.recent
+                live.run,
+                limit=self._limits.read_limit,
+                recent=self._limits.recent,
+                with_tasks=with_tasks,
             )
             plan = plan_turn(
                 given.page.events,
@@ -225,14 +232,15 @@ class RunHost:
                 task_cursor=given.run.task_cursor,
                 task_read_to=given.tasks.read_to,
             )
+            if given.page.more or given.tasks.more:
+                live.nudged = True  # the rest is read for the next turn
+                live.tasks_pending = live.tasks_pending or given.tasks.more
             if not plan.wakes:
                 if plan.advance:
                     live.run = await runs.advance_cursor(
                         given.run, plan.cursor_to, plan.task_cursor_to
                     )
                 return
-            if given.page.more or given.tasks.more:
-                live.nudged = True  # the rest is read for the next turn
             await self._turns.take(live, role, given, plan)
             live.queued_at = self._clock()
 

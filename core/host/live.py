@@ -35,6 +35,9 @@ class LiveRun:
     """Monotonic time the session last finished a turn (idle sleep counts from here)."""
     nudged: bool = False
     """News arrived since the driver last read: read again when the current turn ends."""
+    tasks_pending: bool = True
+    """Task news may be waiting: read it too. True when the run is loaded here (after a restart
+    or a wake) and whenever a task it watches changes; the read clears it."""
     queued_at: datetime | None = None
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""

@@ -199,8 +199,11 @@ def news(
     )
 
 
-def turn_input(conn: Connection, current: Run, limit: int, recent: int) -> TurnInput:
-    """The driver's read for one turn of `current` (as the host last knew it)."""
+def turn_input(
+    conn: Connection, current: Run, limit: int, recent: int, with_tasks: bool = True
+) -> TurnInput:
+    """The driver's read for one turn of `current` (as the host last knew it); task news only
+    `with_tasks` (the host knows when there may be some)."""
     assert current.thread_id is not None, "only conversation runs read a thread"
     role = current.role_address
     page = news(conn, current.thread_id, role, current.cursor, limit)
@@ -210,7 +213,10 @@ def turn_input(conn: Connection, current: Run, limit: int, recent: int) -> TurnI
         if current.cursor > 0:
             opening = reads.backward(conn, current.thread_id, role, current.cursor + 1, recent)
         subscribed = subscriptions.subscribed_tasks(conn, current.id)
-    tasks = subscriptions.task_news(conn, current, limit)
+    if with_tasks:
+        tasks = subscriptions.task_news(conn, current, limit)
+    else:
+        tasks = TaskNews(news=(), read_to=current.task_cursor, more=False)
     return TurnInput(run=current, page=page, recent=opening, tasks=tasks, subscribed=subscribed)
 
 

@@ -127,9 +127,13 @@ class SqlRunRepository:
     async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
         return await self._reads.transact(lambda c: run_reads.turns(c, run_id, after, limit))
 
-    async def turn_input(self, run: Run, *, limit: int, recent: int) -> TurnInput:
+    async def turn_input(
+        self, run: Run, *, limit: int, recent: int, with_tasks: bool = True
+    ) -> TurnInput:
         """What a turn of `run` (as the caller last knew it) reads: see `run_reads.turn_input`."""
-        return await self._reads.transact(lambda c: run_reads.turn_input(c, run, limit, recent))
+        return await self._reads.transact(
+            lambda c: run_reads.turn_input(c, run, limit, recent, with_tasks)
+        )
 
     async def pending(
         self, thread_id: ThreadId, role: Address, *, after: int, limit: int
