@@ -25,6 +25,7 @@ from typing import Any, NewType
 
 from core.errors import Conflict, InvalidInput, TooLarge
 from core.participants import Address, ParticipantKind, kind_of, parse_address
+from core.timeline import rfc3339
 
 TaskId = NewType("TaskId", str)
 
@@ -106,6 +107,19 @@ class Task:
     events: int
     """How many task events it has (the `seq` of its latest)."""
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "body": self.body,
+            "status": self.status.value,
+            "assignee": self.assignee,
+            "external": self.external.to_json() if self.external else None,
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "events": self.events,
+        }
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskEvent:
@@ -120,6 +134,19 @@ class TaskEvent:
     """For `created`, the task's fields; for `updated`, `{field: {"from": …, "to": …}}`."""
     text: str | None = None
     """A comment's text."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task_id": self.task_id,
+            "seq": self.seq,
+            "position": self.position,
+            "at": rfc3339(self.at),
+            "kind": self.kind.value,
+            "actor": self.actor.to_json(),
+            "changes": dict(self.changes),
+            "text": self.text,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -175,26 +175,11 @@ def _task_id(raw: object) -> TaskId:
 
 
 def task_view(task: Task) -> dict[str, Any]:
-    return {
-        "id": task.id,
-        "title": task.title,
-        "body": task.body,
-        "status": task.status.value,
-        "assignee": task.assignee,
-        "external": task.external.to_json() if task.external else None,
-        "updated_at": rfc3339(task.updated_at),
-    }
+    return task.to_json()
 
 
 def task_event_view(event: TaskEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "at": rfc3339(event.at),
-        "kind": event.kind.value,
-        "by": event.actor.name,
-        "changes": dict(event.changes),
-        "text": event.text,
-    }
+    return event.to_json()
 
 
 # --- calling a tool by name ----------------------------------------------------------------

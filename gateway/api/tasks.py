@@ -13,8 +13,6 @@ gateway serves.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from core.errors import InvalidInput
@@ -22,9 +20,7 @@ from core.participants import Address, ParticipantKind, kind_of, parse_address
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
 from core.tasks import (
     Actor,
-    Task,
     TaskChange,
-    TaskEvent,
     TaskId,
     check_body,
     check_comment,
@@ -33,39 +29,10 @@ from core.tasks import (
     parse_external,
     parse_status,
 )
-from core.timeline import rfc3339
 from gateway.api import DATABASE_KEY, field, named, query_int, read_object, read_query
 from gateway.roles import ROLES_KEY
 
 routes = web.RouteTableDef()
-
-
-def task_json(task: Task) -> dict[str, Any]:
-    return {
-        "id": task.id,
-        "title": task.title,
-        "body": task.body,
-        "status": task.status.value,
-        "assignee": task.assignee,
-        "external": task.external.to_json() if task.external else None,
-        "created_at": rfc3339(task.created_at),
-        "updated_at": rfc3339(task.updated_at),
-        "events": task.events,
-    }
-
-
-def task_event_json(event: TaskEvent) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "task_id": event.task_id,
-        "seq": event.seq,
-        "position": event.position,
-        "at": rfc3339(event.at),
-        "kind": event.kind.value,
-        "actor": event.actor.to_json(),
-        "changes": dict(event.changes),
-        "text": event.text,
-    }
 
 
 def _person(raw: object) -> Address:
@@ -95,7 +62,7 @@ async def create_task(request: web.Request) -> web.Response:
         external=field(body, "external", parse_external),
         actor=Actor.person(author),
     )
-    return web.json_response({**task_json(task), "event": task_event_json(event)}, status=201)
+    return web.json_response({**task.to_json(), "event": event.to_json()}, status=201)
 
 
 @routes.get("/api/v1/tasks")
@@ -112,7 +79,7 @@ async def list_tasks(request: web.Request) -> web.Response:
     page = found[:limit]
     return web.json_response(
         {
-            "tasks": [task_json(t) for t in page],
+            "tasks": [t.to_json() for t in page],
             "next": page[-1].id if len(found) > limit else None,
         }
     )
@@ -121,7 +88,7 @@ async def list_tasks(request: web.Request) -> web.Response:
 @routes.get("/api/v1/tasks/{id}")
 async def show_task(request: web.Request) -> web.Response:
     task, events = await request.app[DATABASE_KEY].tasks.get(request.match_info["id"])
-    return web.json_response({**task_json(task), "history": [task_event_json(e) for e in events]})
+    return web.json_response({**task.to_json(), "history": [e.to_json() for e in events]})
 
 
 @routes.patch("/api/v1/tasks/{id}")
@@ -141,9 +108,7 @@ async def update_task(request: web.Request) -> web.Response:
     task, event = await request.app[DATABASE_KEY].tasks.update(
         TaskId(request.match_info["id"]), change, Actor.person(author)
     )
-    return web.json_response(
-        {**task_json(task), "event": task_event_json(event) if event else None}
-    )
+    return web.json_response({**task.to_json(), "event": event.to_json() if event else None})
 
 
 @routes.post("/api/v1/tasks/{id}/comments")
@@ -153,4 +118,4 @@ async def comment_on_task(request: web.Request) -> web.Response:
     event = await request.app[DATABASE_KEY].tasks.comment(
         TaskId(request.match_info["id"]), field(body, "text", check_comment), Actor.person(author)
     )
-    return web.json_response(task_event_json(event), status=201)
+    return web.json_response(event.to_json(), status=201)

@@ -18,6 +18,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 
+from core.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 
@@ -126,6 +127,28 @@ def settings(tmp_path: Path, sqlite_url: str) -> Settings:
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[Api]:
     server = TestServer(build_app(settings, api_token=TOKEN), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Api(server, session)
+    finally:
+        await server.close()
+
+
+ECHO = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
+SLOW = Role(
+    name="slow",
+    display_name="Slow",
+    runtime={"kind": "builtin", "agent": "echo", "delay_ms": 60_000},
+)
+
+
+@pytest.fixture
+async def gateway(settings: Settings) -> AsyncIterator[Api]:
+    """The whole application serving two built-in roles: `echo`, which repeats each person
+    message at once, and `slow`, which does the same a minute later (a turn to cancel)."""
+    roles = {"echo": ECHO, "slow": SLOW}
+    server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
     await server.start_server()
     try:
         async with aiohttp.ClientSession() as session:

@@ -6,13 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-import aiohttp
-import pytest
-from aiohttp.test_utils import TestServer
-
 from core.roles import Role
-from gateway.app import build_app
-from tests.api.conftest import TOKEN, Api
+from tests.api.conftest import Api
 
 ANN = "person:ann"
 
@@ -23,18 +18,6 @@ def _role(name: str, **runtime: object) -> Role:
         display_name=name.title(),
         runtime={"kind": "builtin", "agent": "echo", **runtime},
     )
-
-
-@pytest.fixture
-async def gateway(settings):
-    roles = {"echo": _role("echo"), "slow": _role("slow", delay_ms=60_000)}
-    server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
 
 
 async def _replies(api: Api, thread_id: str, count: int, role: str = "role:echo") -> list[str]:

@@ -3,28 +3,9 @@ event saying who made it and what changed; status moves by the rules; clear erro
 
 from __future__ import annotations
 
-import aiohttp
-import pytest
-from aiohttp.test_utils import TestServer
-
-from core.roles import Role
-from gateway.app import build_app
-from tests.api.conftest import TOKEN, Api
+from tests.api.conftest import Api
 
 ANN = "person:ann"
-
-
-@pytest.fixture
-async def gateway(settings):
-    echo = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
-    server = TestServer(build_app(settings, api_token=TOKEN, roles={"echo": echo}),
-                        host="127.0.0.1")  # fmt: skip
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
 
 
 async def _create(api: Api, **fields: object) -> dict:

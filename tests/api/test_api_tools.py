@@ -6,26 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-import aiohttp
-import pytest
-from aiohttp.test_utils import TestServer
-
-from core.roles import Role
-from gateway.app import build_app
 from tests.api.conftest import TOKEN, Api
-
-
-@pytest.fixture
-async def gateway(settings):
-    roles = {"echo": Role(name="echo", display_name="Echo", runtime={"kind": "builtin",
-                                                                     "agent": "echo"})}  # fmt: skip
-    server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
 
 
 async def _conversation(api: Api, person: str) -> tuple[str, str, str]:
