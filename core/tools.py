@@ -1,6 +1,6 @@
 """The agent's tools, one implementation each, called with the calling run as context.
 
-`ConversationTools` serves a conversation run: what it may do is worked out from that run (its
+`RunTools` serves a conversation run: what it may do is worked out from that run (its
 role, its thread, how far it has read). Built-in agents call its methods in process during a
 turn; remote agents call the same methods by name through `call_tool` (over HTTP now, MCP later),
 with the run named by its token. Agents speak of "this conversation": no tool takes a thread id.
@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotAllowed, NotFound
 from core.memory import check_payload, parse_recall
 from core.runs.conversation import pending_for
 from core.runs.run import Run
@@ -47,12 +47,11 @@ from core.tasks import (
     parse_assignee,
     parse_status,
 )
-from core.timeline import EventId, check_reason, check_text, parse_context, rfc3339
+from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context, rfc3339
 
 
-class ConversationTools:
+class RunTools:
     def __init__(self, database: Database, run: Run, *, read_to: int) -> None:
-        assert run.thread_id is not None, "conversation tools serve conversation runs"
         self._db = database
         self._run = run
         self._thread_id = run.thread_id
@@ -60,9 +59,17 @@ class ConversationTools:
         self.sent = 0
         """Messages sent with `send_message` (a turn that sent one has answered)."""
 
+    def _conversation(self) -> ThreadId:
+        if self._thread_id is None:
+            raise NotAllowed(
+                "this run works on a task, not in a conversation", code="not_a_conversation"
+            )
+        return self._thread_id
+
     async def peek_pending(self) -> Sequence[PromptEvent]:
         role = self._run.role_address
-        page = await self._db.runs.pending(self._thread_id, role, after=self._read_to, limit=200)
+        thread_id = self._conversation()
+        page = await self._db.runs.pending(thread_id, role, after=self._read_to, limit=200)
         return pending_for(page.events, role=role)
 
     async def store(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,7 +97,7 @@ class ConversationTools:
         self, text: str, *, context: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         message = await self._db.threads.post_message(
-            self._thread_id, self._run.role_address, check_text(text), parse_context(context)
+            self._conversation(), self._run.role_address, check_text(text), parse_context(context)
         )
         self.sent += 1
         return {"id": message.id, "seq": message.seq}
@@ -99,7 +106,7 @@ class ConversationTools:
         if not isinstance(message_id, str) or not message_id:
             raise InvalidInput("message_id must be a message's id", code="invalid_argument")
         retraction = await self._db.threads.retract(
-            self._thread_id, EventId(message_id), self._run.role_address, check_reason(reason)
+            self._conversation(), EventId(message_id), self._run.role_address, check_reason(reason)
         )
         return {"id": retraction.id, "seq": retraction.seq}
 
@@ -190,7 +197,7 @@ class Tool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
-    call: Callable[[ConversationTools, dict[str, Any]], Awaitable[Any]]
+    call: Callable[[RunTools, dict[str, Any]], Awaitable[Any]]
 
     @property
     def required(self) -> list[str]:
@@ -210,59 +217,59 @@ def _schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[st
     }
 
 
-async def _peek(tools: ConversationTools, _args: dict[str, Any]) -> Any:
+async def _peek(tools: RunTools, _args: dict[str, Any]) -> Any:
     return {"pending": [event.to_json() for event in await tools.peek_pending()]}
 
 
-async def _store(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _store(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.store(args["payload"])
 
 
-async def _recall(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _recall(tools: RunTools, args: dict[str, Any]) -> Any:
     found = await tools.recall(
         args.get("query") or "", limit=args.get("limit"), where=args.get("where")
     )
     return {"entries": found}
 
 
-async def _send(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _send(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.send_message(args["text"], context=args.get("context"))
 
 
-async def _retract(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _retract(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.retract(args["message_id"], reason=args.get("reason"))
 
 
-async def _task_create(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _task_create(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.task_create(
         args["title"], body=args.get("body"), assignee=args.get("assignee")
     )
 
 
-async def _task_get(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _task_get(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.task_get(args["task_id"])
 
 
-async def _task_list(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _task_list(tools: RunTools, args: dict[str, Any]) -> Any:
     return {
         "tasks": await tools.task_list(status=args.get("status"), assignee=args.get("assignee"))
     }
 
 
-async def _task_comment(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _task_comment(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.task_comment(args["task_id"], args["text"])
 
 
-async def _task_update(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _task_update(tools: RunTools, args: dict[str, Any]) -> Any:
     fields = {k: args.get(k) for k in ("status", "title", "body", "assignee")}
     return await tools.task_update(args["task_id"], **fields)
 
 
-async def _subscribe(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _subscribe(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.subscribe(args["task_id"])
 
 
-async def _unsubscribe(tools: ConversationTools, args: dict[str, Any]) -> Any:
+async def _unsubscribe(tools: RunTools, args: dict[str, Any]) -> Any:
     return await tools.unsubscribe(args["task_id"])
 
 
@@ -381,7 +388,7 @@ TOOLS: dict[str, Tool] = {
 }
 
 
-async def call_tool(tools: ConversationTools, name: str, arguments: object) -> Any:
+async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     """Call the tool `name` with JSON `arguments` (an object); unknown tools and arguments,
     and missing required ones, are named in the error."""
     tool = TOOLS.get(name)

@@ -24,7 +24,8 @@ Rules, in the order a nudge meets them:
 - **Control pre-empts work.** `cancel` stops the running attempt at once; the turn ends as
   cancelled and the run stays usable.
 - **Task news.** A committed task event nudges every run subscribed to the task, except the run
-  that made the change; the driver reads the news past the run's task cursor.
+  that made the change, and the task run of the task's assignee (created when first needed);
+  their drivers read the news past each run's task cursor.
 - **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
   has not looked at its thread's latest event, and every run with task news past its task
   cursor, is nudged again.
@@ -48,9 +49,10 @@ from core.participants import Address, ParticipantKind, kind_of
 from core.roles.role import Role
 from core.runs.conversation import plan_turn
 from core.runs.run import Run, RunId, RunKind
+from core.runs.task import plan_task_turn
 from core.runtimes.registry import Runtimes
 from core.storage.database import Database
-from core.tasks import TaskEvent
+from core.tasks import TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, ThreadId
 
 __all__ = ["HostLimits", "RunHost"]
@@ -82,7 +84,8 @@ class RunHost:
         self._observer = observer or NoObserver()
         self._sessions = Sessions(runtimes, self._observer)
         self._turns = TurnTaker(database, self._sessions, self._limits, clock, self._observer)
-        self._live: dict[tuple[ThreadId, str], LiveRun] = {}
+        self._live: dict[tuple[str, str, str], LiveRun] = {}
+        """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
         self._by_run: dict[RunId, LiveRun] = {}
         self._slots = asyncio.Semaphore(self._limits.slots)
         self._in_use = 0
@@ -105,6 +108,8 @@ class RunHost:
             self.nudge(thread_id, role)
         for thread_id, role in await self._db.subscriptions.runs_with_news():
             self.nudge(thread_id, role, tasks=True)
+        for task_id, role in await self._db.runs.tasks_with_news():
+            self.nudge_task(TaskId(task_id), role)
         self._background = [
             asyncio.create_task(self._route(), name="rolecall-router"),
             asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
@@ -134,12 +139,25 @@ class RunHost:
         watches): read it soon."""
         if role not in self._roles:
             return  # a role without a manifest here has no run to wake
-        key = (thread_id, role)
+        key = ("thread", thread_id, role)
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = LiveRun(thread_id=thread_id, role=role)
-        live.nudged = True
         live.tasks_pending = live.tasks_pending or tasks
+        self._wake(live)
+
+    def nudge_task(self, task_id: TaskId, role: str) -> None:
+        """Something may be new on a task assigned to `role`: its task run reads it soon."""
+        if role not in self._roles:
+            return
+        key = ("task", task_id, role)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = LiveRun(thread_id=None, role=role, task_id=task_id)
+        self._wake(live)
+
+    def _wake(self, live: LiveRun) -> None:
+        live.nudged = True
         if live.driving is None:
             live.queued_at = self._clock()
             live.driving = asyncio.create_task(self._drive(live))
@@ -163,12 +181,15 @@ class RunHost:
             for event in task_events:
                 try:
                     watchers = await self._db.subscriptions.subscribers(event.task_id)
+                    task = await self._db.tasks.task(event.task_id)
                 except Exception:  # past the runs' task cursors: read again on restart
                     log.exception("routing an event of task %s failed", event.task_id)
                     continue
                 for run_id, thread_id, role in watchers:
                     if run_id != event.actor.run_id:  # not woken by what it did itself
                         self.nudge(thread_id, role, tasks=True)
+                if task is not None and task.assignee is not None:
+                    self.nudge_task(task.id, task.assignee)  # its driver skips its own events
             for message in messages:
                 try:
                     roles = await self._roles_in(message.thread_id)
@@ -203,12 +224,18 @@ class RunHost:
                 try:
                     await self._read_and_turn(live)
                 except Exception:
-                    log.exception("run of role:%s in thread %s failed", live.role, live.thread_id)
+                    where = f"task {live.task_id}" if live.task_id else f"thread {live.thread_id}"
+                    log.exception("run of role:%s on %s failed", live.role, where)
         finally:
             live.driving = None
 
     async def _read_and_turn(self, live: LiveRun) -> None:
         role = self._roles[live.role]
+        if live.task_id is not None:
+            async with self._slot(role):
+                await self._read_and_task_turn(live, role, live.task_id)
+            return
+        assert live.thread_id is not None
         async with self._slot(role):
             runs = self._db.runs
             if live.run is None:  # (re)loaded: what it may have missed includes task news
@@ -243,6 +270,29 @@ class RunHost:
                 return
             await self._turns.take(live, role, given, plan)
             live.queued_at = self._clock()
+
+    async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
+        runs = self._db.runs
+        if live.run is None:
+            live.run, _ = await runs.ensure_task_run(task_id, live.role)
+            live.run_id = live.run.id
+            self._by_run[live.run.id] = live
+        given = await runs.task_turn_input(live.run, limit=self._limits.read_limit)
+        plan = plan_task_turn(
+            given.task,
+            given.events,
+            run_id=live.run.id,
+            cursor=given.run.task_cursor,
+            read_to=given.read_to,
+        )
+        if given.more:
+            live.nudged = True
+        if not plan.wakes:
+            if plan.task_cursor_to > given.run.task_cursor:
+                live.run = await runs.advance_task_cursor(given.run, plan.task_cursor_to)
+            return
+        await self._turns.take_task(live, role, given, plan)
+        live.queued_at = self._clock()
 
     @contextlib.asynccontextmanager
     async def _slot(self, role: Role) -> AsyncIterator[None]:

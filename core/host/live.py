@@ -14,13 +14,16 @@ from typing import Any
 
 from core.runs.run import Run, RunId, SessionId
 from core.runtimes.base import AgentSession
+from core.tasks import TaskId
 from core.timeline import ThreadId
 
 
 @dataclass(slots=True, eq=False)
 class LiveRun:
-    thread_id: ThreadId
+    thread_id: ThreadId | None
     role: str
+    task_id: TaskId | None = None
+    """Set for a run on a task (which has no thread)."""
     run_id: RunId | None = None
     run: Run | None = None
     """The run as this host last knew it (None: read it again). Every write checks the cursor it

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -31,17 +31,30 @@ from core.runs.conversation import (
     prompt_for,
 )
 from core.runs.run import Run, TurnCause, TurnOutcome
+from core.runs.task import TaskTurnPlan, task_prompt
 from core.runtimes.base import AgentSession, Prompt, Reply, Step, ToolCall
 from core.storage.database import Database
 from core.storage.rows import to_micros
-from core.storage.run_reads import TurnInput
+from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.sql_runs import TurnRecord
-from core.tools import ConversationTools
+from core.tools import RunTools
 
 log = logging.getLogger("rolecall.host")
 
 Attempted = tuple[AgentSession, list[dict[str, Any]], list[str]]
 """What a successful attempt leaves: the session, the transcript's steps, the replies."""
+
+
+@dataclass(slots=True)
+class Tried:
+    """The attempts at one turn, and how they ended."""
+
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    error: str | None = None
+    cancelled: bool = False
+    session: AgentSession | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +106,7 @@ class TurnTaker:
             recent=given.recent.events if given.recent else (),
             subscribed=given.subscribed,
         )
-        tools = ConversationTools(self._db, run, read_to=plan.cursor_to)
+        tools = RunTools(self._db, run, read_to=plan.cursor_to)
         started_at = self._clock()
         queued_at = live.queued_at or started_at
         self._observer.turn_started(role.name)
@@ -105,6 +118,111 @@ class TurnTaker:
         finally:
             live.turn_ended.set()
 
+    async def take_task(
+        self, live: LiveRun, role: Role, given: TaskTurnInput, plan: TaskTurnPlan
+    ) -> None:
+        """A task run's turn: the agent's answer is recorded as the run's comments on the task;
+        no answer leaves no trace there (the turn is silent)."""
+        run = given.run
+        generation = live.generation
+        prompt = task_prompt(
+            plan,
+            role=role.name,
+            instructions=role.instructions,
+            opening=not run.session.opened,
+            more=given.more,
+        )
+        tools = RunTools(self._db, run, read_to=0)
+        started_at = self._clock()
+        queued_at = live.queued_at or started_at
+        self._observer.turn_started(role.name)
+        self._observer.queue_wait(role.name, max((started_at - queued_at).total_seconds(), 0))
+        live.cancel_requested = False
+        live.turn_ended.clear()
+        try:
+            tried = await self._try(live, role, run, prompt, tools)
+            comments: list[str] = []
+            state = None
+            if tried.cancelled:
+                outcome = TurnOutcome.CANCELLED
+            elif tried.error is not None:
+                outcome = TurnOutcome.FAILED
+            else:
+                comments = [text for text in tried.replies if text.strip()]
+                outcome = TurnOutcome.REPLIED if comments else TurnOutcome.SILENT
+                state = tried.session.snapshot() if tried.session is not None else None
+                if state is not None and state == run.session.state:
+                    state = None
+            finished_at = self._clock()
+            record = TurnRecord(
+                session_id=run.session.id,
+                cause=plan.cause,
+                outcome=outcome,
+                queued_at=to_micros(queued_at),
+                started_at=to_micros(started_at),
+                finished_at=to_micros(finished_at),
+                prompt=prompt.to_json(),
+                steps=tried.steps,
+                attempts=tried.attempts,
+                error=tried.error,
+            )
+            try:
+                after = await self._runs.finish_task_turn(
+                    run,
+                    task_cursor_to=plan.task_cursor_to,
+                    comments=comments,
+                    record=record,
+                    session_state=state,
+                    failed=tried.error is not None,
+                )
+                if state is not None or run.session.opened:
+                    live.resumable = True
+                live.run = after if live.generation == generation else None
+            except Conflict:
+                live.run = None
+                outcome = TurnOutcome.SUPERSEDED
+                await self._sessions.close(live)
+            live.last_used = time.monotonic()
+            seconds = (finished_at - started_at).total_seconds()
+            self._observer.turn_finished(role.name, outcome.value, seconds)
+        finally:
+            live.turn_ended.set()
+
+    async def _try(
+        self, live: LiveRun, role: Role, run: Run, prompt: Prompt, tools: RunTools
+    ) -> Tried:
+        """The attempts at one turn: until one succeeds, control cancels, or all have failed."""
+        tried = Tried()
+        for number in range(self._limits.attempts):
+            delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
+            began: list[datetime] = []
+            try:
+                tried.session, tried.steps, tried.replies = await self._attempt(
+                    live, role, run, prompt, tools, delay, began
+                )
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not live.cancel_requested or (task is not None and task.cancelling()):
+                    raise  # the host is stopping: the turn is redone after restart
+                tried.attempts.append(self._attempt_record(began, "cancelled by an operator"))
+                tried.cancelled = True
+                if live.session is not None:
+                    with contextlib.suppress(Exception):
+                        await live.session.cancel()
+                await self._sessions.close(live)
+                return tried
+            except Exception as failure:  # any runtime failure is this turn's failure
+                tried.error = _describe(failure)
+                log.warning("run %s: attempt %d failed: %s", run.id, number + 1, tried.error)
+                tried.attempts.append(self._attempt_record(began, tried.error))
+                self._observer.attempt_failed(role.name)
+                await self._sessions.close(live)
+                continue
+            tried.attempts.append(self._attempt_record(began, None))
+            tried.error = None
+            return tried
+        return tried
+
     async def _take(
         self,
         live: LiveRun,
@@ -112,46 +230,21 @@ class TurnTaker:
         given: TurnInput,
         plan: TurnPlan,
         prompt: Prompt,
-        tools: ConversationTools,
+        tools: RunTools,
         started_at: datetime,
         queued_at: datetime,
     ) -> None:
         run = given.run
         generation = live.generation
-        attempts: list[dict[str, Any]] = []
-        steps: list[dict[str, Any]] = []
-        replies: list[str] = []
-        error: str | None = None
-        cancelled = False
-        session: AgentSession | None = None
-        for number in range(self._limits.attempts):
-            delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
-            began: list[datetime] = []
-            try:
-                session, steps, replies = await self._attempt(
-                    live, role, run, prompt, tools, delay, began
-                )
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if not live.cancel_requested or (task is not None and task.cancelling()):
-                    raise  # the host is stopping: the turn is redone after restart
-                attempts.append(self._attempt_record(began, "cancelled by an operator"))
-                cancelled = True
-                if live.session is not None:
-                    with contextlib.suppress(Exception):
-                        await live.session.cancel()
-                await self._sessions.close(live)
-                break
-            except Exception as failure:  # any runtime failure is this turn's failure
-                error = _describe(failure)
-                log.warning("run %s: attempt %d failed: %s", run.id, number + 1, error)
-                attempts.append(self._attempt_record(began, error))
-                self._observer.attempt_failed(role.name)
-                await self._sessions.close(live)
-                continue
-            attempts.append(self._attempt_record(began, None))
-            error = None
-            break
+        tried = await self._try(live, role, run, prompt, tools)
+        steps, replies, error, cancelled, session = (
+            tried.steps,
+            tried.replies,
+            tried.error,
+            tried.cancelled,
+            tried.session,
+        )
+        attempts = tried.attempts
 
         state = None
         messages: Sequence[str] = ()
@@ -208,7 +301,7 @@ class TurnTaker:
         role: Role,
         run: Run,
         prompt: Prompt,
-        tools: ConversationTools,
+        tools: RunTools,
         delay: float,
         began: list[datetime],
     ) -> Attempted:
@@ -240,7 +333,7 @@ class TurnTaker:
 
 
 async def _collect(
-    session: AgentSession, prompt: Prompt, tools: ConversationTools
+    session: AgentSession, prompt: Prompt, tools: RunTools
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Everything the agent does in one attempt: the transcript's steps and its replies."""
     steps: list[dict[str, Any]] = []

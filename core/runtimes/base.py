@@ -118,6 +118,9 @@ class Prompt:
     """Task news as one digest: `{id, title, status, assignee, events: [{seq, kind, by,
     changes, text}]}` per task."""
     subscribed: Sequence[Mapping[str, Any]] = ()
+    task: Mapping[str, Any] | None = None
+    """For a run on a task: the task as it is now (`{id, title, status, assignee, body}`); what
+    the agent answers is recorded on it as comments."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -131,6 +134,8 @@ class Prompt:
             out["subscribed"] = [dict(t) for t in self.subscribed]
         if self.tasks:
             out["tasks"] = [dict(t) for t in self.tasks]
+        if self.task is not None:
+            out["task"] = dict(self.task)
         return out
 
 

@@ -32,8 +32,10 @@ from core.runs.run import (
 from core.storage import schema
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
-from core.storage.run_reads import conversation_run, run
+from core.storage.run_reads import conversation_run, run, task_run
+from core.storage.task_store import comment_as
 from core.storage.writer import Batch
+from core.tasks import Actor, ActorKind, TaskId
 from core.timeline import AnyEvent, Message, SystemNote, ThreadId
 
 _r, _s, _turns, _t = schema.runs, schema.run_sessions, schema.turns, schema.threads
@@ -118,14 +120,20 @@ _INSERT_SESSION = insert(_s)
 
 
 @dataclass(frozen=True, slots=True)
-class AdvanceCursor(_OnThread):
-    """Move the cursor over what needs no turn (the run's own messages, system notes)."""
+class AdvanceCursor:
+    """Move the cursors over what needs no turn (the run's own messages, system notes, its own
+    task events). A conversation run's move takes its thread's lock; a task run has no thread."""
 
+    thread_id: ThreadId | None
     run_id: RunId
     expected_cursor: int
     to: int
     expected_task_cursor: int
     task_to: int
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]:
+        return (self.thread_id,) if self.thread_id is not None else ()
 
     @property
     def run_ids(self) -> Sequence[str]:
@@ -310,3 +318,122 @@ class MintRunToken:
 
 
 _INSERT_TOKEN = insert(schema.run_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class EnsureTaskRun:
+    """The run of `role` on the task, created (with its first session) if absent."""
+
+    task_id: TaskId
+    role: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], tuple[Run, bool]]:
+        found = task_run(batch.connection, self.task_id, self.role)
+        if found is not None:
+            return lambda: (found, False)
+        run_id, session_id = RunId(new_id()), SessionId(new_id())
+        batch.connection.execute(
+            _INSERT_RUN,
+            {
+                "id": run_id,
+                "kind": RunKind.TASK.value,
+                "role": self.role,
+                "thread_id": None,
+                "task_id": self.task_id,
+                "cursor": 0,
+                "task_cursor": 0,
+                "status": RunStatus.READY.value,
+                "failures": 0,
+                "last_error": None,
+                "session_id": session_id,
+                "last_turn": 0,
+                "created_at": batch.now,
+                "updated_at": batch.now,
+            },
+        )
+        batch.connection.execute(
+            _INSERT_SESSION,
+            {
+                "id": session_id,
+                "run_id": run_id,
+                "number": 1,
+                "opened_at": batch.now,
+                "state": None,
+            },
+        )
+        created = run(batch.connection, run_id)
+        return lambda: (created, True)
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTaskTurn:
+    """Commit the end of a task run's turn: the agent's answer as the run's comments on the
+    task, the run's task cursor, status and session state, and the turn's record."""
+
+    run_id: RunId
+    task_id: TaskId
+    role: str
+    expected_task_cursor: int
+    task_cursor_to: int
+    comments: Sequence[str]
+    record: TurnRecord
+    session_state: Mapping[str, Any] | None
+    failed: bool = False
+    thread_ids: Sequence[ThreadId] = ()
+
+    @property
+    def run_ids(self) -> Sequence[str]:
+        return (self.run_id,)
+
+    def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
+        state = batch.run(self.run_id)
+        if state.task_cursor != self.expected_task_cursor:
+            raise Conflict(
+                "the run moved on while this turn ran; its end was dropped", code="superseded"
+            )
+        actor = Actor(kind=ActorKind.RUN, name=f"role:{self.role}", run_id=self.run_id)
+        posted = comment_as(batch, self.task_id, self.comments, actor) if self.comments else []
+        state.task_cursor = self.task_cursor_to
+        state.last_turn = number = state.last_turn + 1
+        if self.failed:
+            state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
+            state.last_error = self.record.error
+        else:
+            state.status, state.failures = RunStatus.READY.value, 0
+        state.changed = True
+        if self.session_state is not None:
+            batch.connection.execute(
+                _SAVE_SESSION, {"b_id": self.record.session_id, "b_state": dict(self.session_state)}
+            )
+        record = self.record
+        batch.insert_after_flush(
+            _turns,
+            lambda: {
+                "id": new_id(),
+                "run_id": self.run_id,
+                "number": number,
+                "session_id": record.session_id,
+                "cause": record.cause.value,
+                "outcome": record.outcome.value,
+                "cursor_from": self.expected_task_cursor,
+                "cursor_to": self.task_cursor_to,
+                "queued_at": record.queued_at,
+                "started_at": record.started_at,
+                "finished_at": record.finished_at,
+                "prompt": dict(record.prompt),
+                "steps": [dict(s) for s in record.steps],
+                "replies": [event.id for event in posted],
+                "attempts": [dict(a) for a in record.attempts],
+                "error": record.error,
+            },
+        )
+        status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
+        return lambda: TurnEnd(
+            replies=(),
+            cursor=0,
+            turn_number=number,
+            status=status,
+            failures=failures,
+            last_error=last_error,
+        )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, literal, or_, select, union_all
+from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, union_all
 
 from core.errors import NotFound
 from core.participants import Address
@@ -27,11 +27,11 @@ from core.runs.run import (
     TurnCause,
     TurnOutcome,
 )
-from core.storage import reads, schema, subscriptions
+from core.storage import reads, schema, subscriptions, task_store
 from core.storage.repository import TimelinePage
 from core.storage.rows import from_micros
 from core.storage.subscriptions import TaskNews
-from core.tasks import Task
+from core.tasks import Task, TaskEvent
 from core.timeline import EventId, EventKind, ThreadId
 from core.visibility import blackouts, is_visible, own_changes
 
@@ -88,6 +88,14 @@ def run(conn: Connection, run_id: str) -> Run:
 
 def conversation_run(conn: Connection, thread_id: ThreadId, role: str) -> Run | None:
     row = conn.execute(_RUN_OF_ROLE_IN_THREAD, {"thread_id": thread_id, "role": role}).first()
+    return run_from_row(row) if row else None
+
+
+_TASK_RUN = _RUN.where(_r.c.task_id == bindparam("task_id"), _r.c.role == bindparam("role"))
+
+
+def task_run(conn: Connection, task_id: str, role: str) -> Run | None:
+    row = conn.execute(_TASK_RUN, {"task_id": task_id, "role": role}).first()
     return run_from_row(row) if row else None
 
 
@@ -243,3 +251,50 @@ def conversations_with_news(conn: Connection) -> Sequence[tuple[ThreadId, str]]:
     )
     rows = conn.execute(query)
     return [(ThreadId(row.thread_id), row.address.removeprefix("role:")) for row in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskTurnInput:
+    run: Run
+    task: Task
+    events: Sequence[TaskEvent]
+    """The task's events past the run's task cursor (its own included)."""
+    read_to: int
+    more: bool
+
+
+def task_turn_input(conn: Connection, current: Run, limit: int) -> TaskTurnInput:
+    assert current.task_id is not None, "only task runs read a task"
+    task = task_store.task_row(conn, current.task_id)
+    if task is None:
+        raise NotFound(f"no task with id {current.task_id!r}", code="task_not_found")
+    events, more = task_store.events_past(conn, current.task_id, current.task_cursor, limit)
+    return TaskTurnInput(
+        run=current,
+        task=task,
+        events=events,
+        read_to=events[-1].position if events else current.task_cursor,
+        more=more,
+    )
+
+
+def tasks_with_news(conn: Connection) -> Sequence[tuple[str, str]]:
+    """(task, assignee) of every assigned task whose run has not looked at all its events — or
+    that has no run yet. Read once on start."""
+    _tk, _ev = schema.tasks, schema.task_events
+    run_on_task = and_(_r.c.task_id == _tk.c.id, _r.c.role == _tk.c.assignee)
+    unseen = (
+        select(_ev.c.position)
+        .where(
+            _ev.c.task_id == _tk.c.id,
+            _ev.c.position > func.coalesce(_r.c.task_cursor, 0),
+            or_(_ev.c.run_id.is_(None), _r.c.id.is_(None), _ev.c.run_id != _r.c.id),
+        )
+        .exists()
+    )
+    query = (
+        select(_tk.c.id, _tk.c.assignee)
+        .outerjoin(_r, run_on_task)
+        .where(_tk.c.assignee.is_not(None), unseen)
+    )
+    return [(row.id, row.assignee) for row in conn.execute(query)]

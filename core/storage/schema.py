@@ -143,8 +143,10 @@ runs = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Column("task_cursor", BigInteger, nullable=False, server_default=text("0")),
-    # One conversation run per role per thread (task runs have no thread: NULLs are distinct).
+    # One conversation run per role per thread, one task run per role per task (NULLs, the
+    # other kind's column, are distinct).
     UniqueConstraint("thread_id", "role"),
+    UniqueConstraint("task_id", "role"),
 )
 
 run_sessions = Table(

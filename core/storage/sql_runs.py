@@ -19,15 +19,18 @@ from core.storage.repository import DEFAULT_PAGE, TimelinePage
 from core.storage.run_commands import (
     AdvanceCursor,
     EnsureConversationRun,
+    EnsureTaskRun,
+    FinishTaskTurn,
     FinishTurn,
     MintRunToken,
     StartFreshSession,
     TurnEnd,
     TurnRecord,
 )
-from core.storage.run_reads import TurnInput
+from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
+from core.tasks import TaskId
 from core.timeline import AnyEvent, ThreadId
 
 __all__ = ["SqlRunRepository", "TurnEnd", "TurnInput", "TurnRecord"]
@@ -43,6 +46,55 @@ class SqlRunRepository:
     async def ensure_conversation_run(self, thread_id: ThreadId, role: str) -> tuple[Run, bool]:
         """The run of `role` in the thread, and whether this call created it."""
         return await self._writer.run(EnsureConversationRun(thread_id, role))
+
+    async def ensure_task_run(self, task_id: TaskId, role: str) -> tuple[Run, bool]:
+        """The run of `role` on the task, and whether this call created it."""
+        return await self._writer.run(EnsureTaskRun(task_id, role))
+
+    async def finish_task_turn(
+        self,
+        run: Run,
+        *,
+        task_cursor_to: int,
+        comments: Sequence[str],
+        record: TurnRecord,
+        session_state: Mapping[str, Any] | None,
+        failed: bool = False,
+    ) -> Run:
+        """Commit the end of a task run's turn; the run as it now stands."""
+        assert run.task_id is not None
+        end = await self._writer.run(
+            FinishTaskTurn(
+                run.id,
+                TaskId(run.task_id),
+                run.role,
+                run.task_cursor,
+                task_cursor_to,
+                comments,
+                record,
+                session_state,
+                failed,
+            )
+        )
+        session = run.session
+        if session_state is not None:
+            session = replace(session, state=dict(session_state))
+        return replace(
+            run,
+            task_cursor=task_cursor_to,
+            turns=end.turn_number,
+            status=end.status,
+            failures=end.failures,
+            last_error=end.last_error,
+            session=session,
+        )
+
+    async def advance_task_cursor(self, run: Run, task_to: int) -> Run | None:
+        """Move a task run's task cursor over its own events; None when it had moved on."""
+        moved = await self._writer.run(
+            AdvanceCursor(None, run.id, run.cursor, run.cursor, run.task_cursor, task_to)
+        )
+        return replace(run, task_cursor=task_to) if moved else None
 
     async def advance_cursor(self, run: Run, to: int, task_to: int) -> Run | None:
         """Move the cursors of `run` (as the caller knew it) to `to` and `task_to`: the run as
@@ -126,6 +178,12 @@ class SqlRunRepository:
 
     async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
         return await self._reads.transact(lambda c: run_reads.turns(c, run_id, after, limit))
+
+    async def task_turn_input(self, run: Run, *, limit: int) -> TaskTurnInput:
+        return await self._reads.transact(lambda c: run_reads.task_turn_input(c, run, limit))
+
+    async def tasks_with_news(self) -> Sequence[tuple[str, str]]:
+        return await self._reads.transact(run_reads.tasks_with_news)
 
     async def turn_input(
         self, run: Run, *, limit: int, recent: int, with_tasks: bool = True

@@ -201,6 +201,22 @@ class UpdateTask:
         return lambda: (after, event)
 
 
+def comment_as(
+    batch: Batch, task_id: TaskId, texts: Sequence[str], actor: Actor
+) -> list[TaskEvent]:
+    """Append comments to the task, each a task event by `actor` (the task row locked)."""
+    task = _locked(batch, task_id)
+    seq = task.events
+    events = []
+    for text in texts:
+        seq += 1
+        events.append(_append(batch, task_id, seq, TaskEventKind.COMMENTED, actor, {}, text))
+    batch.connection.execute(
+        update(_t).where(_t.c.id == task_id).values(updated_at=batch.now, last_seq=seq)
+    )
+    return events
+
+
 @dataclass(frozen=True, slots=True)
 class CommentOnTask:
     task_id: TaskId
@@ -228,6 +244,28 @@ def task_with_events(conn: Connection, task_id: str) -> tuple[Task, list[TaskEve
         raise NotFound(f"no task with id {task_id!r}", code="task_not_found")
     events = conn.execute(select(_e).where(_e.c.task_id == task_id).order_by(_e.c.seq))
     return task_from_row(row), [event_from_row(e) for e in events]
+
+
+def task_row(conn: Connection, task_id: str) -> Task | None:
+    row = conn.execute(_TASK, {"id": task_id}).first()
+    return task_from_row(row) if row else None
+
+
+_EVENTS_PAST = (
+    select(_e)
+    .where(_e.c.task_id == bindparam("task_id"), _e.c.position > bindparam("after"))
+    .order_by(_e.c.position)
+    .limit(bindparam("limit"))
+)
+
+
+def events_past(
+    conn: Connection, task_id: str, after: int, limit: int
+) -> tuple[list[TaskEvent], bool]:
+    """The task's events past position `after`, at most `limit`, and whether more remain."""
+    rows = conn.execute(_EVENTS_PAST, {"task_id": task_id, "after": after, "limit": limit + 1})
+    events = [event_from_row(row) for row in rows]
+    return events[:limit], len(events) > limit
 
 
 def list_tasks(
@@ -271,6 +309,10 @@ class SqlTaskRepository:
 
     async def comment(self, task_id: TaskId, text: str, actor: Actor) -> TaskEvent:
         return await self._writer.run(CommentOnTask(task_id, text, actor))
+
+    async def task(self, task_id: str) -> Task | None:
+        """The task alone (no history), or None."""
+        return await self._reads.transact(lambda c: task_row(c, task_id))
 
     async def get(self, task_id: str) -> tuple[Task, list[TaskEvent]]:
         return await self._reads.transact(lambda c: task_with_events(c, task_id))

@@ -33,6 +33,7 @@ def run_json(run: Run, request: web.Request) -> dict[str, Any]:
         "thread_id": run.thread_id,
         "task_id": run.task_id,
         "cursor": run.cursor,
+        "task_cursor": run.task_cursor,
         "status": run.status.value,
         "failures": run.failures,
         "last_error": run.last_error,

@@ -17,7 +17,7 @@ from aiohttp import web
 from core.errors import NotAllowed
 from core.runs.run import Run, RunKind
 from core.runs.tokens import check_may_act
-from core.tools import TOOLS, ConversationTools, call_tool
+from core.tools import TOOLS, RunTools, call_tool
 from gateway.api import DATABASE_KEY, read_object, read_query
 from gateway.errors import ApiError
 from gateway.roles import ROLES_KEY
@@ -74,5 +74,5 @@ async def call(request: web.Request) -> web.Response:
         arguments = await read_object(
             request, required=tool.required, optional=tool.arguments, empty_ok=True
         )
-    tools = ConversationTools(request.app[DATABASE_KEY], run, read_to=run.cursor)
+    tools = RunTools(request.app[DATABASE_KEY], run, read_to=run.cursor)
     return web.json_response({"result": await call_tool(tools, name, arguments)})

@@ -47,7 +47,7 @@ async def _watching(scene, person: str, title: str = "Order chairs"):
     await scene.say(thread, person, "hello")
     await scene.replies(thread, "role:watch", 1)
     run = await scene.run_of(thread)
-    task, _ = await scene.db.tasks.create(title=title, body="", assignee="watch",
+    task, _ = await scene.db.tasks.create(title=title, body="", assignee=None,
                                           external=None, actor=ANN)  # fmt: skip
     assert await scene.db.subscriptions.subscribe(run.id, task.id) is True
     return thread, run, task

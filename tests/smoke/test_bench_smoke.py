@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import ingest, recall, roundtrip, run_all, sleep_memory, timeline
+from bench import fanout, ingest, recall, roundtrip, run_all, sleep_memory, timeline
 
 
 def test_ingest_benchmark_runs_against_all_three_servers(tmp_path: Path) -> None:
@@ -52,3 +52,23 @@ def test_recall_benchmark_checks_the_repository_against_its_sql() -> None:
     assert all(p.latency.count == 20 for p in result.passes.values())
     assert result.wrong == 0 and all(m >= 1 for m in result.matched)
     assert result.store_rate > 0 and result.database_bytes > 0
+
+
+def test_fanout_benchmark_prompts_every_subscribed_run_once_and_writes_its_section(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.fanout_only(report, conversations=12, rounds=2)
+    assert section[0] == run_all.FANOUT_HEADING
+    assert "Every round prompted all 12 runs, none twice." in " ".join(" ".join(section).split())
+    assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Task")
+    run_all.fanout_only(report, conversations=6, rounds=1)
+    assert report.read_text().count(run_all.FANOUT_HEADING) == 1
+
+
+def test_fanout_benchmark_times_both_paths() -> None:
+    result = fanout.measure(conversations=10, rounds=2)
+    assert [r.kind for r in result.rounds] == [fanout.TASK, fanout.MESSAGE] * 2
+    assert all(r.delivered == 10 and r.twice == 0 for r in result.rounds)
+    assert all(0 < r.first_seconds <= r.total_seconds <= r.settled_seconds for r in result.rounds)
