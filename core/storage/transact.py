@@ -70,8 +70,10 @@ class ThreadTransactor:
         self._engine.dispose()
 
     async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, self._dispose)
-        self._thread.shutdown(wait=True)
+        # Work still running in the threads (a read whose caller was cancelled) finishes first:
+        # a connection must never be closed while another thread is using it.
+        await asyncio.to_thread(self._thread.shutdown, wait=True)
+        self._dispose()
 
 
 class AsyncTransactor:
