@@ -34,8 +34,8 @@ from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.run_reads import conversation_run, run, task_run
 from core.storage.task_store import comment_as
-from core.storage.writer import Batch
-from core.tasks import Actor, ActorKind, TaskId
+from core.storage.writer import Batch, RunState
+from core.tasks import Actor, ActorKind, TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, SystemNote, ThreadId
 
 _r, _s, _turns, _t = schema.runs, schema.run_sessions, schema.turns, schema.threads
@@ -65,54 +65,60 @@ class EnsureConversationRun(_OnThread):
             raise NotAllowed(
                 f"role:{self.role} is not a member of this thread", code="not_a_member"
             )
-        run_id, session_id = RunId(new_id()), SessionId(new_id())
-        batch.connection.execute(
-            _INSERT_RUN,
-            {
-                "id": run_id,
-                "kind": RunKind.CONVERSATION.value,
-                "role": self.role,
-                "thread_id": self.thread_id,
-                "task_id": None,
-                "cursor": 0,
-                "task_cursor": 0,
-                "status": RunStatus.READY.value,
-                "failures": 0,
-                "last_error": None,
-                "session_id": session_id,
-                "last_turn": 0,
-                "created_at": batch.now,
-                "updated_at": batch.now,
-            },
-        )
-        batch.connection.execute(
-            _INSERT_SESSION,
-            {
-                "id": session_id,
-                "run_id": run_id,
-                "number": 1,
-                "opened_at": batch.now,
-                "state": None,
-            },
-        )
-        now = from_micros(batch.now)
-        created = Run(
-            id=run_id,
-            kind=RunKind.CONVERSATION,
-            role=self.role,
-            thread_id=self.thread_id,
-            task_id=None,
-            cursor=0,
-            task_cursor=0,
-            status=RunStatus.READY,
-            failures=0,
-            last_error=None,
-            session=Session(id=session_id, number=1, opened_at=now, state=None),
-            turns=0,
-            created_at=now,
-            updated_at=now,
-        )
+        created = _create_run(batch, RunKind.CONVERSATION, self.role, thread_id=self.thread_id)
         return lambda: (created, True)
+
+
+def _create_run(
+    batch: Batch,
+    kind: RunKind,
+    role: str,
+    *,
+    thread_id: ThreadId | None = None,
+    task_id: str | None = None,
+) -> Run:
+    """Insert a run with its first session; the run as it now stands."""
+    run_id, session_id = RunId(new_id()), SessionId(new_id())
+    batch.connection.execute(
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "kind": kind.value,
+            "role": role,
+            "thread_id": thread_id,
+            "task_id": task_id,
+            "cursor": 0,
+            "task_cursor": 0,
+            "status": RunStatus.READY.value,
+            "failures": 0,
+            "last_error": None,
+            "session_id": session_id,
+            "last_turn": 0,
+            "created_at": batch.now,
+            "updated_at": batch.now,
+        },
+    )
+    batch.connection.execute(
+        _INSERT_SESSION,
+        {"id": session_id, "run_id": run_id, "number": 1, "opened_at": batch.now, "state": None},
+    )
+    now = from_micros(batch.now)
+    return Run(
+        id=run_id,
+        kind=kind,
+        role=role,
+        thread_id=thread_id,
+        task_id=task_id,
+        cursor=0,
+        task_cursor=0,
+        status=RunStatus.READY,
+        failures=0,
+        last_error=None,
+        session=Session(id=session_id, number=1, opened_at=now, state=None),
+        turns=0,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 _INSERT_RUN = insert(_r)
@@ -215,54 +221,79 @@ class FinishTurn(_OnThread):
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
         state.cursor, state.task_cursor = cursor, self.task_cursor_to
-        state.last_turn = number = state.last_turn + 1
-        if self.failed:
-            state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
-            state.last_error = self.record.error
-        else:
-            state.status, state.failures = RunStatus.READY.value, 0
-        state.changed = True
         indexes: list[int] = []
         if speaks:
             for text in self.messages:
                 indexes.append(batch.stage(thread, Message, author=role, text=text, context=None))
             if self.notice is not None:
                 indexes.append(batch.stage(thread, SystemNote, text=self.notice))
-        if self.session_state is not None:
-            batch.connection.execute(
-                _SAVE_SESSION, {"b_id": self.record.session_id, "b_state": dict(self.session_state)}
-            )
-        record = self.record
-        batch.insert_after_flush(
-            _turns,
-            lambda: {
-                "id": new_id(),
-                "run_id": self.run_id,
-                "number": number,
-                "session_id": record.session_id,
-                "cause": record.cause.value,
-                "outcome": record.outcome.value,
-                "cursor_from": self.expected_cursor,
-                "cursor_to": self.cursor_to,
-                "queued_at": record.queued_at,
-                "started_at": record.started_at,
-                "finished_at": record.finished_at,
-                "prompt": dict(record.prompt),
-                "steps": [dict(s) for s in record.steps],
-                "replies": [batch.committed[i].id for i in indexes],
-                "attempts": [dict(a) for a in record.attempts],
-                "error": error,
-            },
+        return _close_turn(
+            batch,
+            state,
+            self.record,
+            failed=self.failed,
+            session_state=self.session_state,
+            cursors=(self.expected_cursor, self.cursor_to),
+            replies=lambda: [batch.committed[i] for i in indexes],
+            error=error,
         )
-        status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
-        return lambda: TurnEnd(
-            replies=[batch.committed[i] for i in indexes],
-            cursor=cursor,
-            turn_number=number,
-            status=status,
-            failures=failures,
-            last_error=last_error,
+
+
+def _close_turn(
+    batch: Batch,
+    state: RunState,
+    record: TurnRecord,
+    *,
+    failed: bool,
+    session_state: Mapping[str, Any] | None,
+    cursors: tuple[int, int],
+    replies: Callable[[], Sequence[AnyEvent | TaskEvent]],
+    error: str | None,
+) -> Callable[[], TurnEnd]:
+    """What every end of a turn does to its run: number the turn, set the run's status, store
+    the session's state, and record the turn (once what it posted has ids)."""
+    state.last_turn = number = state.last_turn + 1
+    if failed:
+        state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
+        state.last_error = record.error
+    else:
+        state.status, state.failures = RunStatus.READY.value, 0
+    state.changed = True
+    if session_state is not None:
+        batch.connection.execute(
+            _SAVE_SESSION, {"b_id": record.session_id, "b_state": dict(session_state)}
         )
+    batch.insert_after_flush(
+        _turns,
+        lambda: {
+            "id": new_id(),
+            "run_id": state.id,
+            "number": number,
+            "session_id": record.session_id,
+            "cause": record.cause.value,
+            "outcome": record.outcome.value,
+            "cursor_from": cursors[0],
+            "cursor_to": cursors[1],
+            "queued_at": record.queued_at,
+            "started_at": record.started_at,
+            "finished_at": record.finished_at,
+            "prompt": dict(record.prompt),
+            "steps": [dict(s) for s in record.steps],
+            "replies": [posted.id for posted in replies()],
+            "attempts": [dict(a) for a in record.attempts],
+            "error": error,
+        },
+    )
+    status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
+    cursor = state.cursor
+    return lambda: TurnEnd(
+        replies=[e for e in replies() if not isinstance(e, TaskEvent)],
+        cursor=cursor,
+        turn_number=number,
+        status=status,
+        failures=failures,
+        last_error=last_error,
+    )
 
 
 _SAVE_SESSION = update(_s).where(_s.c.id == bindparam("b_id")).values(state=bindparam("b_state"))
@@ -332,37 +363,7 @@ class EnsureTaskRun:
         found = task_run(batch.connection, self.task_id, self.role)
         if found is not None:
             return lambda: (found, False)
-        run_id, session_id = RunId(new_id()), SessionId(new_id())
-        batch.connection.execute(
-            _INSERT_RUN,
-            {
-                "id": run_id,
-                "kind": RunKind.TASK.value,
-                "role": self.role,
-                "thread_id": None,
-                "task_id": self.task_id,
-                "cursor": 0,
-                "task_cursor": 0,
-                "status": RunStatus.READY.value,
-                "failures": 0,
-                "last_error": None,
-                "session_id": session_id,
-                "last_turn": 0,
-                "created_at": batch.now,
-                "updated_at": batch.now,
-            },
-        )
-        batch.connection.execute(
-            _INSERT_SESSION,
-            {
-                "id": session_id,
-                "run_id": run_id,
-                "number": 1,
-                "opened_at": batch.now,
-                "state": None,
-            },
-        )
-        created = run(batch.connection, run_id)
+        created = _create_run(batch, RunKind.TASK, self.role, task_id=self.task_id)
         return lambda: (created, True)
 
 
@@ -395,45 +396,13 @@ class FinishTaskTurn:
         actor = Actor(kind=ActorKind.RUN, name=f"role:{self.role}", run_id=self.run_id)
         posted = comment_as(batch, self.task_id, self.comments, actor) if self.comments else []
         state.task_cursor = self.task_cursor_to
-        state.last_turn = number = state.last_turn + 1
-        if self.failed:
-            state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
-            state.last_error = self.record.error
-        else:
-            state.status, state.failures = RunStatus.READY.value, 0
-        state.changed = True
-        if self.session_state is not None:
-            batch.connection.execute(
-                _SAVE_SESSION, {"b_id": self.record.session_id, "b_state": dict(self.session_state)}
-            )
-        record = self.record
-        batch.insert_after_flush(
-            _turns,
-            lambda: {
-                "id": new_id(),
-                "run_id": self.run_id,
-                "number": number,
-                "session_id": record.session_id,
-                "cause": record.cause.value,
-                "outcome": record.outcome.value,
-                "cursor_from": self.expected_task_cursor,
-                "cursor_to": self.task_cursor_to,
-                "queued_at": record.queued_at,
-                "started_at": record.started_at,
-                "finished_at": record.finished_at,
-                "prompt": dict(record.prompt),
-                "steps": [dict(s) for s in record.steps],
-                "replies": [event.id for event in posted],
-                "attempts": [dict(a) for a in record.attempts],
-                "error": record.error,
-            },
-        )
-        status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
-        return lambda: TurnEnd(
-            replies=(),
-            cursor=0,
-            turn_number=number,
-            status=status,
-            failures=failures,
-            last_error=last_error,
+        return _close_turn(
+            batch,
+            state,
+            self.record,
+            failed=self.failed,
+            session_state=self.session_state,
+            cursors=(self.expected_task_cursor, self.task_cursor_to),
+            replies=lambda: posted,
+            error=self.record.error,
         )
