@@ -172,7 +172,9 @@ class RunHost:
             self._commits.set()
 
     async def _route(self) -> None:
-        """Turn committed messages into nudges for the thread's other role members."""
+        """Turn commits into nudges: a message, for its thread's other role members; a task
+        event, for the runs watching the task (but the one that made it) and the task run of
+        its assignee."""
         while True:
             await self._commits.wait()
             self._commits.clear()
