@@ -233,6 +233,7 @@ def _add_run_commands(commands: Any) -> None:
     sub = add("list", run_list_command, "the runs of a thread, or of a role (oldest first)")
     which = sub.add_mutually_exclusive_group(required=True)
     which.add_argument("--thread", dest="thread_id", metavar="ID", help="the runs of this thread")
+    which.add_argument("--task", dest="task_id", metavar="ID", help="the runs on this task")
     which.add_argument("--role", metavar="NAME", help="the runs of this role (NAME or role:NAME)")
     sub.add_argument("--after", metavar="ID", help="with --role: start after this run")
     sub.add_argument(
@@ -516,14 +517,19 @@ def retract_command(args: argparse.Namespace) -> int:
 
 
 def run_list_command(args: argparse.Namespace) -> int:
-    if args.thread_id is not None and (args.after is not None or args.limit is not None):
+    if args.role is None and (args.after is not None or args.limit is not None):
         raise Failure(
-            "--after and --limit page the runs of a role (--role); a thread has one run per role",
+            "--after and --limit page the runs of a role (--role); a thread or a task has one "
+            "run per role",
             EXIT_USAGE,
         )
     role = args.role.removeprefix("role:") if args.role is not None else None
     answer = _client(args).list_runs(
-        thread_id=args.thread_id, role=role, after=args.after, limit=args.limit
+        thread_id=args.thread_id,
+        task_id=args.task_id,
+        role=role,
+        after=args.after,
+        limit=args.limit,
     )
     if args.json:
         _print_json(answer)
@@ -532,7 +538,13 @@ def run_list_command(args: argparse.Namespace) -> int:
     if runs:
         _print_runs(runs)
     else:
-        whose = f"thread {args.thread_id}" if args.thread_id is not None else f"role:{role}"
+        whose = (
+            f"thread {args.thread_id}"
+            if args.thread_id is not None
+            else f"task {args.task_id}"
+            if args.task_id is not None
+            else f"role:{role}"
+        )
         print(f"(no runs for {whose})")
     if answer.get("next"):
         print(f"(more: --after {answer['next']})")

@@ -135,12 +135,13 @@ class GatewayClient:
         self,
         *,
         thread_id: str | None = None,
+        task_id: str | None = None,
         role: str | None = None,
         after: str | None = None,
         limit: int | None = None,
     ) -> JSON:
-        """The runs of a thread, or a page of the runs of a role (oldest first)."""
-        query = {"thread": thread_id, "role": role, "after": after, "limit": limit}
+        """The runs of a thread or on a task, or a page of the runs of a role (oldest first)."""
+        query = {"thread": thread_id, "task": task_id, "role": role, "after": after, "limit": limit}
         return self.request("GET", "/runs", query=query).data
 
     def get_run(self, run_id: str) -> JSON:

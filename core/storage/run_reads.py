@@ -105,6 +105,13 @@ def runs_of_thread(conn: Connection, thread_id: ThreadId) -> list[Run]:
     return [run_from_row(row) for row in rows]
 
 
+def runs_of_task(conn: Connection, task_id: str) -> list[Run]:
+    if task_store.task_row(conn, task_id) is None:
+        raise NotFound(f"no task with id {task_id!r}", code="task_not_found")
+    rows = conn.execute(_RUN.where(_r.c.task_id == task_id).order_by(_r.c.role)).all()
+    return [run_from_row(row) for row in rows]
+
+
 def runs_of_role(conn: Connection, role: str, after: str | None, limit: int) -> list[Run]:
     query = _RUN.where(_r.c.role == role)
     if after is not None:

@@ -171,6 +171,9 @@ class SqlRunRepository:
     async def of_thread(self, thread_id: ThreadId) -> list[Run]:
         return await self._reads.transact(lambda c: run_reads.runs_of_thread(c, thread_id))
 
+    async def of_task(self, task_id: str) -> list[Run]:
+        return await self._reads.transact(lambda c: run_reads.runs_of_task(c, task_id))
+
     async def of_role(
         self, role: str, *, after: str | None = None, limit: int = DEFAULT_PAGE
     ) -> list[Run]:

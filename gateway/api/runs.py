@@ -91,20 +91,25 @@ def _run_id(request: web.Request) -> RunId:
 
 @routes.get("/api/v1/runs")
 async def list_runs(request: web.Request) -> web.Response:
-    params = read_query(request, ["thread", "role", "after", "limit"])
+    params = read_query(request, ["thread", "task", "role", "after", "limit"])
     runs = request.app[DATABASE_KEY].runs
-    if ("thread" in params) == ("role" in params):
+    if sum(name in params for name in ("thread", "task", "role")) != 1:
         raise InvalidInput(
-            "give exactly one of the query parameters 'thread' (a thread id) or 'role' (a name)",
+            "give exactly one of the query parameters 'thread' (a thread id), 'task' (a task "
+            "id) or 'role' (a name)",
             code="missing_parameter",
         )
-    if "thread" in params:
+    if "thread" in params or "task" in params:
         if "after" in params or "limit" in params:
             raise InvalidInput(
-                "'after' and 'limit' page the runs of a role; a thread has one run per role",
+                "'after' and 'limit' page the runs of a role; a thread or a task has one run "
+                "per role",
                 code="conflicting_parameters",
             )
-        found = await runs.of_thread(ThreadId(params["thread"]))
+        if "thread" in params:
+            found = await runs.of_thread(ThreadId(params["thread"]))
+        else:
+            found = await runs.of_task(params["task"])
         return web.json_response({"runs": [run_json(r, request) for r in found], "next": None})
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
     found = await runs.of_role(params["role"], after=params.get("after"), limit=limit + 1)

@@ -3,6 +3,9 @@ event saying who made it and what changed; status moves by the rules; clear erro
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from tests.api.conftest import Api
 
 ANN = "person:ann"
@@ -106,3 +109,16 @@ async def test_bad_task_requests_get_clear_errors(gateway):
     (await gateway.post("/api/v1/tasks/nope/comments", {"author": ANN, "text": "hi"})).error(
         404, "task_not_found"
     )
+
+
+async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway):
+    task = await _create(gateway, assignee="echo")
+    deadline = time.monotonic() + 10
+    while not (runs := (await gateway.get(f"/api/v1/runs?task={task['id']}")).body["runs"]):
+        assert time.monotonic() < deadline, "no task run"
+        await asyncio.sleep(0.02)
+    [run] = runs
+    assert run["kind"] == "task" and run["task_id"] == task["id"] and run["thread_id"] is None
+    assert run["role"] == "echo"
+    (await gateway.get("/api/v1/runs?task=nope")).error(404, "task_not_found")
+    (await gateway.get(f"/api/v1/runs?task={task['id']}&role=echo")).error(422, "missing_parameter")

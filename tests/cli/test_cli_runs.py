@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli.conftest import TOKEN
+
 DEADLINE = 15.0  # seconds to wait for the run host; a built-in turn takes milliseconds
 
 SLOW_MANIFEST = """\
@@ -363,3 +365,21 @@ def test_run_token_mints_a_token_the_tools_accept(cli, gateway, person) -> None:
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert json.loads(answer.read())["result"] == {"entries": []}
     assert cli("run", "token", "nope").error_line.startswith("rolecall: run_not_found: ")
+
+
+def test_run_list_by_task_shows_the_assignees_task_run(cli, gateway) -> None:
+    request = urllib.request.Request(
+        gateway.url + "/api/v1/tasks",
+        data=json.dumps({"author": "person:x", "title": "Tidy", "assignee": "echo"}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        task_id = json.loads(answer.read())["id"]
+
+    runs = wait_for(
+        "the task run", lambda: cli("run", "list", "--task", task_id, "--json").json()["runs"]
+    )
+    assert [(r["kind"], r["role"], r["task_id"]) for r in runs] == [("task", "echo", task_id)]
+    assert rows(cli("run", "list", "--task", task_id).stdout)[0][1] == "echo"
+    assert cli("run", "list", "--task", task_id, "--limit", "1").returncode == 2
