@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from core.errors import Conflict, NotFound
 from core.host.live import LiveRun
 from core.host.observer import HostObserver, NoObserver
+from core.host.reads import TurnReads
 from core.host.sessions import Sessions
 from core.host.turn import HostLimits, TurnTaker
 from core.participants import Address, ParticipantKind, kind_of
@@ -84,6 +85,7 @@ class RunHost:
         self._observer = observer or NoObserver()
         self._sessions = Sessions(runtimes, self._observer)
         self._turns = TurnTaker(database, self._sessions, self._limits, clock, self._observer)
+        self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
         """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
         self._by_run: dict[RunId, LiveRun] = {}
@@ -246,12 +248,7 @@ class RunHost:
                 live.run_id = live.run.id
                 self._by_run[live.run.id] = live
             with_tasks, live.tasks_pending = live.tasks_pending, False
-            given = await runs.turn_input(
-                live.run,
-                limit=self._limits.read_limit,
-                recent=self._limits.recent,
-                with_tasks=with_tasks,
-            )
+            given = await self._reads.read(live.run, with_tasks=with_tasks)
             plan = plan_turn(
                 given.page.events,
                 role=role.address,

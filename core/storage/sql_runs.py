@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from sqlalchemy import Connection
+
 from core.participants import Address
 from core.runs.run import Run, RunId, Turn
 from core.runs.tokens import digest, new_token
@@ -181,6 +183,23 @@ class SqlRunRepository:
 
     async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
         return await self._reads.transact(lambda c: run_reads.turns(c, run_id, after, limit))
+
+    async def turn_inputs(
+        self, requests: Sequence[tuple[Run, bool]], *, limit: int, recent: int
+    ) -> list[TurnInput | Exception]:
+        """The reads of many turns (`(run, with_tasks)` each) in one snapshot and one hop; a read
+        that fails answers its own request with its error."""
+
+        def read_all(c: Connection) -> list[TurnInput | Exception]:
+            answers: list[TurnInput | Exception] = []
+            for run, with_tasks in requests:
+                try:
+                    answers.append(run_reads.turn_input(c, run, limit, recent, with_tasks))
+                except Exception as error:
+                    answers.append(error)
+            return answers
+
+        return await self._reads.transact(read_all)
 
     async def task_turn_input(self, run: Run, *, limit: int) -> TaskTurnInput:
         return await self._reads.transact(lambda c: run_reads.task_turn_input(c, run, limit))
