@@ -62,15 +62,17 @@ ROUNDTRIP_WHERE_THE_TIME_GOES = """\
 Where the time goes. A round trip is far more work for the gateway than an ingested message:
 the person message's HTTP request and its share of a write batch; the run host's routing (from
 the writer's after-commit callback, no read); the run's read of its news (one statement in a
-reader thread); the echo turn itself (in process, next to nothing); the end of the turn, which
-commits the reply with the run's cursor and the turn's record in the next write batch; and the
-listener's long-poll requests that carry both events out as JSON. That is two commits, one run
-read and two event reads per round trip, each a hop to a database thread, all sharing one
-interpreter lock. A sampling profile (py-spy, 32 posters; not part of this run) found the lock
-held about half the time by the event loop (HTTP, the long-poll's JSON, the host), and a quarter
-each by the writer thread and the reader threads. Earlier versions of the host were slower
-(about 370 round trips/s): they read each run's row on every turn, built statements per call,
-read every commit back to route it, and checked out a pooled connection per unit of work."""
+reader thread, in one hop with the other runs reading in the same loop iteration); the echo turn
+itself (in process, next to nothing); the end of the turn, which commits the reply with the
+run's cursor and the turn's record in the next write batch; and the listener's long-poll
+requests that carry both events out as JSON. That is two commits, one run read and two event
+reads per round trip, each a hop to a database thread, all sharing one interpreter lock. A
+sampling profile (py-spy, 32 posters; not part of this run) found the lock held about half the
+time by the event loop (HTTP, the long-poll's JSON, the host), and a quarter each by the writer
+thread and the reader threads. Earlier versions of the host were slower (about 370 round
+trips/s): they read each run's row on every turn, built statements per call, read every commit
+back to route it, checked out a pooled connection per unit of work, and took one thread hop per
+run's read."""
 
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
