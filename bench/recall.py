@@ -242,15 +242,6 @@ class Result:
         share = len(samples) / len(chosen.samples)
         return Latency.of(samples, chosen.seconds * share) if samples else None
 
-    def microseconds_per_match(self, name: str) -> float:
-        """The median time per matching entry of the queries matching at least 1% of entries."""
-        ratios = sorted(
-            s / m * 1e6
-            for s, m in zip(self.passes[name].samples, self.matched, strict=True)
-            if m >= self.entries / 100
-        )
-        return ratios[len(ratios) // 2] if ratios else 0.0
-
 
 def measure(entries: int, threads: int, reads: int) -> Result:
     rng = random.Random(SEED)
