@@ -184,16 +184,15 @@ class RunHost:
             task_events, self._task_news = self._task_news, []
             for event in task_events:
                 try:
-                    watchers = await self._db.subscriptions.subscribers(event.task_id)
-                    task = await self._db.tasks.task(event.task_id)
+                    watchers, assignee = await self._db.subscriptions.routes(event.task_id)
                 except Exception:  # past the runs' task cursors: read again on restart
                     log.exception("routing an event of task %s failed", event.task_id)
                     continue
                 for run_id, thread_id, role in watchers:
                     if run_id != event.actor.run_id:  # not woken by what it did itself
                         self.nudge(thread_id, role, tasks=True)
-                if task is not None and task.assignee is not None:
-                    self.nudge_task(task.id, task.assignee)  # its driver skips its own events
+                if assignee is not None:
+                    self.nudge_task(event.task_id, assignee)  # its driver skips its own events
             for message in messages:
                 try:
                     roles = await self._roles_in(message.thread_id)

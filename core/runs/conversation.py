@@ -50,10 +50,6 @@ class TurnPlan:
     task_cursor_from: int = 0
     task_cursor_to: int = 0
 
-    @property
-    def messages(self) -> list[Message]:
-        return [e for e in self.news if isinstance(e, Message)]
-
 
 def _own(event: AnyEvent, role: Address) -> bool:
     if isinstance(event, SystemNote):

@@ -207,14 +207,6 @@ class SqlRunRepository:
     async def tasks_with_news(self) -> Sequence[tuple[str, str]]:
         return await self._reads.transact(run_reads.tasks_with_news)
 
-    async def turn_input(
-        self, run: Run, *, limit: int, recent: int, with_tasks: bool = True
-    ) -> TurnInput:
-        """What a turn of `run` (as the caller last knew it) reads: see `run_reads.turn_input`."""
-        return await self._reads.transact(
-            lambda c: run_reads.turn_input(c, run, limit, recent, with_tasks)
-        )
-
     async def pending(
         self, thread_id: ThreadId, role: Address, *, after: int, limit: int
     ) -> TimelinePage:

@@ -104,13 +104,24 @@ def _task(row: Any) -> Task:
     return task_from_row(SimpleNamespace(**{c.name: row._mapping[f"tk_{c.name}"] for c in _t.c}))
 
 
-def subscribers(conn: Connection, task_id: TaskId) -> list[tuple[RunId, ThreadId, str]]:
+Watcher = tuple[RunId, ThreadId, str]
+"""A watching run: its id, its thread, its role."""
+
+
+def subscribers(conn: Connection, task_id: TaskId) -> list[Watcher]:
     query = (
         select(_r.c.id, _r.c.thread_id, _r.c.role)
         .join(_s, _s.c.run_id == _r.c.id)
         .where(_s.c.task_id == task_id, _r.c.thread_id.is_not(None))
     )
     return [(RunId(r.id), ThreadId(r.thread_id), r.role) for r in conn.execute(query)]
+
+
+def routes(conn: Connection, task_id: TaskId) -> tuple[list[Watcher], str | None]:
+    """Whom an event of the task concerns, in one snapshot: the runs watching it, and the role
+    it is assigned to (None: nobody)."""
+    assignee = conn.execute(select(_t.c.assignee).where(_t.c.id == task_id)).scalar()
+    return subscribers(conn, task_id), assignee
 
 
 def subscribed_tasks(conn: Connection, run_id: RunId) -> list[Task]:
@@ -158,8 +169,9 @@ class SqlSubscriptionRepository:
         """Stop watching; False when the run did not."""
         return await self._writer.run(Unsubscribe(run_id, task_id))
 
-    async def subscribers(self, task_id: TaskId) -> list[tuple[RunId, ThreadId, str]]:
-        return await self._reads.transact(lambda c: subscribers(c, task_id))
+    async def routes(self, task_id: TaskId) -> tuple[list[Watcher], str | None]:
+        """The runs watching the task and its assignee role, in one read."""
+        return await self._reads.transact(lambda c: routes(c, task_id))
 
     async def of_run(self, run_id: RunId) -> list[TaskId]:
         return await self._reads.transact(lambda c: subscriptions_of(c, run_id))

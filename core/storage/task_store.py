@@ -310,10 +310,6 @@ class SqlTaskRepository:
     async def comment(self, task_id: TaskId, text: str, actor: Actor) -> TaskEvent:
         return await self._writer.run(CommentOnTask(task_id, text, actor))
 
-    async def task(self, task_id: str) -> Task | None:
-        """The task alone (no history), or None."""
-        return await self._reads.transact(lambda c: task_row(c, task_id))
-
     async def get(self, task_id: str) -> tuple[Task, list[TaskEvent]]:
         return await self._reads.transact(lambda c: task_with_events(c, task_id))
 
