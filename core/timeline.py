@@ -18,6 +18,7 @@ The rules for who may post and who may retract live here too, as pure checks ove
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -85,6 +86,8 @@ class Message(Event):
     text: str
     context: MessageContext | None = None
     retracted: bool = False
+    channel: str | None = None
+    """Where the message was written (`web`, `slack`, `api`, …); None for agents' messages."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +132,19 @@ def check_text(text: object) -> str:
             code="text_too_long",
         )
     return text
+
+
+_CHANNEL = re.compile(r"[a-z][a-z0-9_-]{0,15}")
+
+
+def check_channel(channel: object) -> str:
+    """Where a message was written: a short lower-case name (`web`, `slack`, `api`, …)."""
+    if not isinstance(channel, str) or not _CHANNEL.fullmatch(channel):
+        raise InvalidInput(
+            "channel must be a short lower-case name such as 'web', 'slack' or 'api'",
+            code="invalid_channel",
+        )
+    return channel
 
 
 def check_reason(reason: object) -> str | None:

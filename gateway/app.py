@@ -38,14 +38,17 @@ from time import perf_counter
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from channels.web import routes as web_channel
 from core.bus import CommittedEvents
 from core.host import HostLimits, RunHost
 from core.roles import ManifestError, Role
 from core.runtimes.registry import Runtimes
 from core.storage import open_database
 from core.storage.database import upgrade_schema
+from gateway import mcp as mcp_endpoint
 from gateway.api import DATABASE_KEY, HOST_KEY
 from gateway.api import events as event_routes
+from gateway.api import persons as person_routes
 from gateway.api import runs as run_routes
 from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
@@ -105,6 +108,9 @@ def build_app(
     app.add_routes(event_routes.routes)
     app.add_routes(tool_routes.routes)
     app.add_routes(task_routes.routes)
+    app.add_routes(person_routes.routes)
+    mcp_endpoint.add_routes(app)
+    web_channel.add_routes(app, settings)
     return app
 
 
@@ -133,6 +139,7 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
             backoff=settings.retry_backoff,
         ),
         observer=app[METRICS_KEY].host,
+        tools_url=settings.base_url,
     )
     await host.start()
     app[HOST_KEY] = host

@@ -3,7 +3,8 @@
 - `rolecall serve` reads the settings, makes sure there is an operator token, and runs the gateway
   (whose start-up upgrades the schema) until Ctrl-C.
 - `rolecall db upgrade` upgrades the schema alone and says which revision is in force.
-- `rolecall thread …` and `rolecall run …` talk to a *running* gateway over its HTTP API
+- `rolecall thread …`, `rolecall run …` and `rolecall person …` talk to a *running* gateway over
+  its HTTP API
   (`gateway.client`), never to the database directly, so that every change reaches the gateway's
   listeners (and its run host) like any other.
 
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_thread_commands(commands)
     _add_run_commands(commands)
+    _add_person_commands(commands)
     return parser
 
 
@@ -260,6 +262,55 @@ def _add_run_commands(commands: Any) -> None:
 
     sub = add("token", run_token_command, "mint a run token for the agent tools (shown once)")
     sub.add_argument("run_id", metavar="RUN_ID")
+
+
+def _add_person_commands(commands: Any) -> None:
+    person = commands.add_parser(
+        "person",
+        help="people and their channel identities on a running gateway",
+        description="Work with people, their identities and link codes through a running "
+        "gateway's HTTP API.",
+    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+    common = [_gateway_options()]
+
+    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = person.add_parser(
+            name, help=help_text, description=help_text, parents=common
+        )
+        sub.set_defaults(command=command)
+        return sub
+
+    sub = add("list", person_list_command, "people in slug order")
+    sub.add_argument("--after", metavar="SLUG", help="start after this slug (from a previous page)")
+    sub.add_argument("--limit", type=_count(1), metavar="N", help="at most N people (1-500; 50)")
+
+    sub = add("show", person_show_command, "a person and their identities")
+    sub.add_argument("slug", metavar="SLUG")
+
+    sub = add("create", person_create_command, "create a person")
+    sub.add_argument("display_name", metavar="DISPLAY_NAME")
+    sub.add_argument("--slug", help="their slug (default: derived from the display name)")
+    sub.add_argument("--email")
+
+    sub = add("deactivate", person_deactivate_command, "deactivate: their runs lose their tools")
+    sub.add_argument("slug", metavar="SLUG")
+
+    sub = add("activate", person_activate_command, "make a deactivated person active again")
+    sub.add_argument("slug", metavar="SLUG")
+
+    sub = add("identity-add", person_identity_add_command, "link a channel identity to a person")
+    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument(
+        "identity", metavar="IDENTITY", help="web:<site>:<user> or slack:<team>:<user>"
+    )
+
+    sub = add("link-code", person_link_code_command, "a one-time link code (shown once)")
+    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("--ttl", type=_count(1), metavar="SECONDS", help="lifetime (default 900)")
+
+    sub = add("redeem", person_redeem_command, "link an identity to a link code's person")
+    sub.add_argument("code", metavar="CODE")
+    sub.add_argument("identity", metavar="IDENTITY")
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -593,6 +644,59 @@ def run_token_command(args: argparse.Namespace) -> int:
     return _output(args, minted, lambda m: print(m["token"]))
 
 
+def person_list_command(args: argparse.Namespace) -> int:
+    answer = _client(args).list_persons(after=args.after, limit=args.limit)
+    if args.json:
+        _print_json(answer)
+        return 0
+    persons = answer.get("persons", [])
+    if persons:
+        rows = [
+            [str(p.get("slug")), str(p.get("display_name")), p.get("email") or "-", _state(p)]
+            for p in persons
+        ]
+        print(_table([["SLUG", "DISPLAY_NAME", "EMAIL", "STATE"], *rows]))
+    else:
+        print("(no people)")
+    if answer.get("next"):
+        print(f"(more: --after {answer['next']})")
+    return 0
+
+
+def person_show_command(args: argparse.Namespace) -> int:
+    return _output(args, _client(args).get_person(args.slug), _print_person)
+
+
+def person_create_command(args: argparse.Namespace) -> int:
+    created = _client(args).create_person(args.display_name, slug=args.slug, email=args.email)
+    return _output(args, created, lambda p: _print_person(p, note="created"))
+
+
+def person_deactivate_command(args: argparse.Namespace) -> int:
+    person = _client(args).update_person(args.slug, {"active": False})
+    return _output(args, person, _print_person)
+
+
+def person_activate_command(args: argparse.Namespace) -> int:
+    person = _client(args).update_person(args.slug, {"active": True})
+    return _output(args, person, _print_person)
+
+
+def person_identity_add_command(args: argparse.Namespace) -> int:
+    person = _client(args).add_identity(args.slug, args.identity)
+    return _output(args, person, _print_person)
+
+
+def person_link_code_command(args: argparse.Namespace) -> int:
+    made = _client(args).new_link_code(args.slug, ttl_seconds=args.ttl)
+    return _output(args, made, lambda m: print(f"{m['code']}  (expires {m['expires_at']})"))
+
+
+def person_redeem_command(args: argparse.Namespace) -> int:
+    person = _client(args).redeem_link_code(args.code, args.identity)
+    return _output(args, person, lambda p: _print_person(p, note=f"now has {args.identity}"))
+
+
 # -- output ----------------------------------------------------------------------------------------
 
 
@@ -739,6 +843,29 @@ def _print_run(run: JSON, *, note: str | None = None) -> None:
     if run.get("last_error"):
         fields.append(["last_error", _one_line(str(run["last_error"]))])
     print(_table(fields))
+
+
+def _state(person: JSON) -> str:
+    state = str(person.get("state", "?"))
+    return f"merged into {person['merged_into']}" if person.get("merged_into") else state
+
+
+def _print_person(person: JSON, *, note: str | None = None) -> None:
+    fields = [
+        ["person", str(person.get("address", "")) + (f"  ({note})" if note else "")],
+        ["display_name", str(person.get("display_name", ""))],
+        ["email", person.get("email") or "-"],
+        ["state", _state(person)],
+        ["created_at", str(person.get("created_at", ""))],
+    ]
+    print(_table(fields))
+    identities = person.get("identities") or []
+    print()
+    if identities:
+        rows = [[str(i.get("identity")), str(i.get("linked_at"))] for i in identities]
+        print(_table([["IDENTITY", "LINKED_AT"], *rows]))
+    else:
+        print("(no identities)")
 
 
 def _print_turns(turns: list[JSON]) -> None:

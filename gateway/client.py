@@ -164,6 +164,39 @@ class GatewayClient:
         """A new bearer token naming the run, for the agent tools (shown once)."""
         return self.request("POST", f"/runs/{_segment(run_id)}/token", body={}).data
 
+    # -- the person API ------------------------------------------------------------------------
+
+    def list_persons(self, *, after: str | None = None, limit: int | None = None) -> JSON:
+        return self.request("GET", "/persons", query={"after": after, "limit": limit}).data
+
+    def get_person(self, slug: str) -> JSON:
+        """The person with their identities."""
+        return self.request("GET", f"/persons/{_segment(slug)}").data
+
+    def create_person(
+        self, display_name: str, *, slug: str | None = None, email: str | None = None
+    ) -> JSON:
+        body: JSON = {"display_name": display_name, "slug": slug, "email": email}
+        return self.request("POST", "/persons", body=body).data
+
+    def update_person(self, slug: str, change: JSON) -> JSON:
+        """Change `active`, `display_name` or `email`; the person with their identities."""
+        return self.request("PATCH", f"/persons/{_segment(slug)}", body=change).data
+
+    def add_identity(self, slug: str, identity: str) -> JSON:
+        path = f"/persons/{_segment(slug)}/identities"
+        return self.request("POST", path, body={"identity": identity}).data
+
+    def new_link_code(self, slug: str, *, ttl_seconds: int | None = None) -> JSON:
+        """A one-time link code for the person: `{code, person, expires_at}`, shown once."""
+        path = f"/persons/{_segment(slug)}/link-codes"
+        return self.request("POST", path, body={"ttl_seconds": ttl_seconds}).data
+
+    def redeem_link_code(self, code: str, identity: str) -> JSON:
+        """Link the identity to the code's person; that person with their identities."""
+        body = {"code": code, "identity": identity}
+        return self.request("POST", "/link-codes/redeem", body=body).data
+
     # -- transport -----------------------------------------------------------------------------
 
     def request(

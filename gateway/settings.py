@@ -7,18 +7,45 @@ gateway reads the environment.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 ENV_PREFIX = "ROLECALL_"
 
 
 class SettingsError(Exception):
     """A setting is missing or malformed; the message is one line naming the variable."""
+
+
+class SiteSettings(BaseModel):
+    """A site that embeds the widget: the secret that signs its users' tokens (none: anonymous
+    visitors only) and the page origins allowed to use the widget for it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    secret: SecretStr | None = None
+    origins: tuple[str, ...] = ()
+
+    @field_validator("secret")
+    @classmethod
+    def _strong(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("a site's secret must be at least 32 characters")
+        return value
+
+    @field_validator("origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for origin in value:
+            if not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
+                raise ValueError(f"{origin!r} is not an origin like https://shop.example.com")
+        return tuple(origin.rstrip("/") for origin in value)
 
 
 class Settings(BaseSettings):
@@ -28,6 +55,7 @@ class Settings(BaseSettings):
     database_url: str = Field(default="", description="default: SQLite file under var_dir")
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
+    public_url: str = Field(default="", description="default: http://{host}:{port}")
     api_token: SecretStr | None = None
     roles_dir: Path = Path("manifests/roles")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -36,12 +64,42 @@ class Settings(BaseSettings):
     max_turns: int = Field(default=64, ge=1, le=100_000)
     turn_attempts: int = Field(default=3, ge=1, le=20)
     retry_backoff: float = Field(default=0.5, ge=0, le=600)
+    sites: dict[str, SiteSettings] = Field(default_factory=dict)
+    widget_key: SecretStr | None = None
+    widget_post_rate: float = Field(default=30, gt=0, le=100_000)
+    """Messages a minute one identity may post from the widget (with a burst of 10)."""
 
     @field_validator("database_url")
     @classmethod
     def _supported_database(cls, value: str) -> str:
         if value and not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
             raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _absolute_http(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an absolute http:// or https:// URL")
+        return value
+
+    @field_validator("sites")
+    @classmethod
+    def _site_names(cls, value: dict[str, SiteSettings]) -> dict[str, SiteSettings]:
+        for name in value:
+            if (
+                not name
+                or not name.replace("-", "").replace("_", "").isalnum()
+                or name != name.lower()
+            ):
+                raise ValueError(f"site name {name!r} must be lower-case letters, digits, - or _")
+        return value
+
+    @field_validator("widget_key")
+    @classmethod
+    def _key_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("must be at least 32 characters")
         return value
 
     @field_validator("api_token")
@@ -57,8 +115,26 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite+aiosqlite:///{self.var_dir / 'rolecall.db'}"
 
     @property
+    def base_url(self) -> str:
+        """Where agents and browsers reach the gateway: `public_url`, or the address it listens
+        on (the loopback address when it listens on every interface)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    @property
     def token_file(self) -> Path:
         return self.var_dir / "api-token"
+
+    @property
+    def widget_key_file(self) -> Path:
+        return self.var_dir / "widget-key"
+
+
+_SECRET_FIELDS = frozenset({"api_token", "widget_key", "sites"})
+"""Settings whose raw value is never repeated in an error (they hold secrets)."""
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -68,9 +144,18 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = str(error["loc"][0]) if error["loc"] else "?"
+        where = ".".join(str(part) for part in error["loc"][1:])
         raw = os.environ.get(ENV_PREFIX + field.upper())
-        got = f" (got {raw!r})" if raw is not None and field != "api_token" else ""
-        raise SettingsError(f"{ENV_PREFIX}{field.upper()}: {error['msg']}{got}") from None
+        got = f" (got {raw!r})" if raw is not None and field not in _SECRET_FIELDS else ""
+        at = f" at {where}" if where else ""
+        raise SettingsError(f"{ENV_PREFIX}{field.upper()}{at}: {error['msg']}{got}") from None
+    except PydanticSettingsError as exc:  # a complex value (JSON) that does not parse
+        named = _FIELD_IN_MESSAGE.search(str(exc))
+        name = named.group(1).upper() if named else "?"
+        raise SettingsError(f"{ENV_PREFIX}{name}: not valid JSON") from None
+
+
+_FIELD_IN_MESSAGE = re.compile(r'field "([a-z_]+)"')
 
 
 def ensure_api_token(settings: Settings) -> tuple[str, Path | None]:
@@ -80,14 +165,26 @@ def ensure_api_token(settings: Settings) -> tuple[str, Path | None]:
     """
     if settings.api_token is not None:
         return settings.api_token.get_secret_value(), None
-    path = settings.token_file
+    return _secret_file(settings.token_file), settings.token_file
+
+
+def ensure_widget_key(settings: Settings) -> str:
+    """The key that signs widget sessions and visitor tokens: from the setting, else from
+    `var_dir/widget-key`, created when missing (so visitors survive a restart)."""
+    if settings.widget_key is not None:
+        return settings.widget_key.get_secret_value()
+    return _secret_file(settings.widget_key_file)
+
+
+def _secret_file(path: Path) -> str:
+    """The secret kept in `path`, created (mode 0600, random) when missing or empty."""
     if path.exists():
         token = path.read_text().strip()
         if token:
-            return token, path
+            return token
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(token + "\n")
-    return token, path
+    return token

@@ -44,13 +44,14 @@ from core.errors import Conflict, NotFound
 from core.host.live import LiveRun
 from core.host.observer import HostObserver, NoObserver
 from core.host.reads import TurnReads
-from core.host.sessions import Sessions
+from core.host.sessions import Sessions, ToolGrant
 from core.host.turn import HostLimits, TurnTaker
 from core.participants import Address, ParticipantKind, kind_of
 from core.roles.role import Role
 from core.runs.conversation import plan_turn
 from core.runs.run import Run, RunId, RunKind
 from core.runs.task import plan_task_turn
+from core.runtimes.base import ToolAccess
 from core.runtimes.registry import Runtimes
 from core.storage.database import Database
 from core.tasks import TaskEvent, TaskId
@@ -77,14 +78,21 @@ class RunHost:
         limits: HostLimits | None = None,
         clock: Callable[[], datetime] = _utc_now,
         observer: HostObserver | None = None,
+        tools_url: str | None = None,
     ) -> None:
+        """`tools_url`: the gateway's base URL as agents outside this process reach it; with
+        it, runtimes that want tools get a fresh token of their run at every session start."""
         self._db = database
         self._roles = dict(roles)
         self._limits = limits or HostLimits()
         self._clock = clock
         self._observer = observer or NoObserver()
-        self._sessions = Sessions(runtimes, self._observer)
-        self._turns = TurnTaker(database, self._sessions, self._limits, clock, self._observer)
+        grant = self._tool_grant(tools_url.rstrip("/")) if tools_url else None
+        self._sessions = Sessions(runtimes, self._observer, grant=grant)
+        self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
+        self._turns = TurnTaker(
+            database, self._sessions, self._limits, clock, self._observer, self._tell_activity
+        )
         self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
         """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
@@ -101,6 +109,28 @@ class RunHost:
         self._task_news: list[TaskEvent] = []
         self._commits = asyncio.Event()
         self._stop_listening: Callable[[], None] | None = None
+
+    def _tool_grant(self, base: str) -> ToolGrant:
+        async def grant(run: Run) -> ToolAccess:
+            token = await self._db.runs.mint_token(run.id)
+            return ToolAccess(token, mcp_url=f"{base}/mcp", http_url=f"{base}/api/v1/tools")
+
+        return grant
+
+    def watch_activity(
+        self, listener: Callable[[ThreadId, str, bool], None]
+    ) -> Callable[[], None]:
+        """Call `listener(thread, role, working)` when a conversation turn starts (True) and
+        ends (False); returns the function that stops it. Listeners must be quick."""
+        self._activity_listeners.append(listener)
+        return lambda: self._activity_listeners.remove(listener)
+
+    def _tell_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
+        for listener in self._activity_listeners:
+            try:
+                listener(thread_id, role, working)
+            except Exception:
+                log.exception("an activity listener failed")
 
     # --- lifecycle --------------------------------------------------------------------------
 

@@ -9,22 +9,34 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from core.host.live import LiveRun
 from core.host.observer import HostObserver
 from core.roles.role import Role
 from core.runs.run import Run
-from core.runtimes.base import AgentSession, SessionSpec
+from core.runtimes.base import AgentSession, SessionSpec, ToolAccess
 from core.runtimes.registry import Runtimes
 
 log = logging.getLogger("rolecall.host")
 
 
+ToolGrant = Callable[[Run], Awaitable[ToolAccess]]
+"""Mints a token of the run and says where its tools are (wired by the gateway)."""
+
+
 class Sessions:
-    def __init__(self, runtimes: Runtimes, observer: HostObserver, *, asleep: int = 0) -> None:
+    def __init__(
+        self,
+        runtimes: Runtimes,
+        observer: HostObserver,
+        *,
+        asleep: int = 0,
+        grant: ToolGrant | None = None,
+    ) -> None:
         self._runtimes = runtimes
         self._observer = observer
+        self._grant = grant
         self.awake = 0
         self.asleep = asleep
 
@@ -35,6 +47,7 @@ class Sessions:
         if live.session is not None:  # a fresh session was started: the old one is done
             live.resumable = False  # replaced for good
             await self.close(live)
+        runtime = self._runtimes.for_role(role)
         spec = SessionSpec(
             run_id=run.id,
             session_id=run.session.id,
@@ -42,8 +55,8 @@ class Sessions:
             display_name=role.display_name,
             instructions=role.instructions,
             options=role.runtime.model_dump(),
+            tools=await self._grant(run) if runtime.wants_tools and self._grant else None,
         )
-        runtime = self._runtimes.for_role(role)
         state: Mapping[str, object] | None = run.session.state
         if state is None:
             session = await runtime.start(spec)

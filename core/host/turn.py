@@ -37,6 +37,7 @@ from core.storage.database import Database
 from core.storage.rows import to_micros
 from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.sql_runs import TurnRecord
+from core.timeline import ThreadId
 from core.tools import RunTools
 
 log = logging.getLogger("rolecall.host")
@@ -86,8 +87,12 @@ class TurnTaker:
         limits: HostLimits,
         clock: Callable[[], datetime],
         observer: HostObserver,
+        activity: Callable[[ThreadId, str, bool], None] = lambda thread, role, working: None,
     ) -> None:
+        """`activity(thread, role, working)` is told when a conversation turn starts and ends
+        (channels show "working…" with it)."""
         self._db = database
+        self._activity = activity
         self._runs = database.runs
         self._sessions = sessions
         self._limits = limits
@@ -113,10 +118,12 @@ class TurnTaker:
         self._observer.queue_wait(role.name, max((started_at - queued_at).total_seconds(), 0))
         live.cancel_requested = False
         live.turn_ended.clear()
+        self._activity(run.thread_id, role.name, True)
         try:
             await self._take(live, role, given, plan, prompt, tools, started_at, queued_at)
         finally:
             live.turn_ended.set()
+            self._activity(run.thread_id, role.name, False)
 
     async def take_task(
         self, live: LiveRun, role: Role, given: TaskTurnInput, plan: TaskTurnPlan

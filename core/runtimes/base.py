@@ -139,6 +139,16 @@ class Prompt:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAccess:
+    """How an agent outside the gateway's process reaches its tools: its run's token (as the
+    bearer) and where to send it — the MCP endpoint and the plain HTTP tools."""
+
+    token: str
+    mcp_url: str
+    http_url: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionSpec:
     """What a runtime knows when it starts or resumes a session."""
@@ -150,6 +160,8 @@ class SessionSpec:
     instructions: str
     options: Mapping[str, Any] = field(default_factory=dict)
     """The role's `runtime` section of the manifest."""
+    tools: ToolAccess | None = None
+    """A token of this run, minted for this session, for runtimes that `wants_tools`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +243,10 @@ class AgentSession(Protocol):
 
 
 class Runtime(Protocol):
+    wants_tools: bool
+    """True for runtimes whose agents call the tools over MCP or HTTP (and so need a run
+    token at every session start); built-in agents call them in process."""
+
     async def start(self, spec: SessionSpec) -> AgentSession: ...
 
     async def resume(self, spec: SessionSpec, state: Mapping[str, Any]) -> AgentSession: ...

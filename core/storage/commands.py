@@ -87,12 +87,18 @@ class PostMessage(_InThread):
     author: Address
     text: str
     context: MessageContext | None
+    channel: str | None = None
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
         check_can_act(thread.states, self.author)
         index = batch.stage(
-            thread, Message, author=self.author, text=self.text, context=self.context
+            thread,
+            Message,
+            author=self.author,
+            text=self.text,
+            context=self.context,
+            channel=self.channel,
         )
         return _committed(batch, index)
 

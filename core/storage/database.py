@@ -6,6 +6,7 @@
     db.memory    # the roles' agent memory
     db.tasks     # tasks and their events
     db.subscriptions  # which conversation runs watch which tasks
+    db.people    # persons, their channel identities, link codes and merges
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -24,6 +25,7 @@ from core.bus import CommittedEvents
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
+from core.storage.people import SqlPeopleRepository
 from core.storage.repository import ThreadRepository
 from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
@@ -51,6 +53,7 @@ class Database:
     memory: SqlMemoryRepository
     tasks: SqlTaskRepository
     subscriptions: SqlSubscriptionRepository
+    people: SqlPeopleRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -101,6 +104,7 @@ async def open_database(
         memory=SqlMemoryRepository(reads, writer),
         tasks=SqlTaskRepository(reads, writer),
         subscriptions=SqlSubscriptionRepository(reads, writer),
+        people=SqlPeopleRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

@@ -79,8 +79,10 @@ class ThreadRepository(Protocol):
         author: Address,
         text: str,
         context: MessageContext | None = None,
+        *,
+        channel: str | None = None,
     ) -> Message:
-        """Append a message by an active member (`NotAllowed` otherwise)."""
+        """Append a message by an active member (`NotAllowed` otherwise), written in `channel`."""
 
     async def set_participant_state(
         self, thread_id: ThreadId, participant: Address, state: ParticipantState

@@ -31,7 +31,7 @@ def from_micros(micros: int) -> datetime:
 def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
     """An event from a full row of `events`, its columns in table order (`select(events)`)."""
     (position, id_, thread_id, seq, micros, kind, author, text, context, participant,
-     from_state, to_state, target, reason) = row  # fmt: skip
+     from_state, to_state, target, reason, channel) = row  # fmt: skip
     at = from_micros(micros)
     if kind == "message":
         return Message(
@@ -44,6 +44,7 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
             text=text,
             context=MessageContext(**context) if context else None,
             retracted=retracted,
+            channel=channel,
         )
     if kind == "participant_state_changed":
         return StateChange(
@@ -91,12 +92,14 @@ def event_to_row(event: AnyEvent) -> dict[str, Any]:
         "to_state": None,
         "target": None,
         "reason": None,
+        "channel": None,
     }
     if isinstance(event, Message):
         row.update(
             author=event.author,
             text=event.text,
             context=event.context.to_json() if event.context else None,
+            channel=event.channel,
         )
     elif isinstance(event, StateChange):
         row.update(

@@ -25,6 +25,11 @@
 - `run_tokens`: bearer tokens naming one run each, kept only as SHA-256 digests.
 - `threads.archive_before`: messages with a lower `seq` were said before the latest "start fresh";
   person-facing reads leave them out unless asked.
+- `persons`: people by slug (`person:<slug>` is their address); `merged_into` names the person a
+  merged one became. `identities`: channel identities (`web:<site>:<user>`, …), each on one
+  person. `link_codes`: one-time codes joining identities, kept only as SHA-256 digests.
+- `thread_predecessors`: a thread kept beside another by a merge of two people, recorded as the
+  other's predecessor (its history pages into it).
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ events = Table(
     Column("to_state", String(16)),
     Column("target", String(32)),
     Column("reason", Text),
+    Column("channel", String(16)),
     UniqueConstraint("thread_id", "seq"),
     # A participant's own state changes, read for every filtered timeline. Partial, so that
     # appending a message does not touch it.
@@ -248,6 +254,45 @@ subscriptions = Table(
     Column("since", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Index(None, "task_id"),
+)
+
+persons = Table(
+    "persons",
+    metadata,
+    Column("slug", String(64), primary_key=True),
+    Column("display_name", String(200), nullable=False),
+    Column("email", String(254)),
+    Column("active", Boolean, nullable=False, server_default=text("true")),
+    Column("created_at", BigInteger, nullable=False),
+    Column("merged_into", String(64), ForeignKey("persons.slug")),
+)
+
+identities = Table(
+    "identities",
+    metadata,
+    Column("address", String(300), primary_key=True),
+    Column("person_slug", String(64), ForeignKey("persons.slug"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "person_slug"),
+)
+
+link_codes = Table(
+    "link_codes",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("person_slug", String(64), ForeignKey("persons.slug"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("used_at", BigInteger),
+    Index(None, "expires_at"),
+)
+
+thread_predecessors = Table(
+    "thread_predecessors",
+    metadata,
+    Column("thread_id", String(32), ForeignKey("threads.id"), primary_key=True),
+    Column("predecessor_id", String(32), ForeignKey("threads.id"), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
 )
 
 MEMORY_SEARCH = "memory_search"

@@ -49,8 +49,10 @@ class SqlThreadRepository:
         author: Address,
         text: str,
         context: MessageContext | None = None,
+        *,
+        channel: str | None = None,
     ) -> Message:
-        event = await self._writer.run(PostMessage(thread_id, author, text, context))
+        event = await self._writer.run(PostMessage(thread_id, author, text, context, channel))
         assert isinstance(event, Message)
         return event
 

@@ -4,7 +4,7 @@ Every event: `{"id", "thread_id", "seq", "position", "at", "kind", …kind field
 RFC 3339, UTC, with microseconds. The kind fields:
 
 - `message`: `author`, `text`, `context` (`{kind, task?, originating_message?}` or null),
-  `retracted`
+  `retracted`, `channel` (where it was written: `api`, `web`, `slack`…; null for agents)
 - `participant_state_changed`: `participant`, `from_state`, `to_state`
 - `retraction`: `author`, `target` (the message's id), `reason` (or null)
 - `system`: `text`
@@ -54,6 +54,7 @@ def _kind_fields(event: AnyEvent) -> JsonObject:
                 "text": event.text,
                 "context": event.context.to_json() if event.context is not None else None,
                 "retracted": event.retracted,
+                "channel": event.channel,
             }
         case StateChange():
             return {

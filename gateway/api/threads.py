@@ -25,7 +25,14 @@ from core.membership import parse_state
 from core.memory_policy import MemoryPolicy
 from core.participants import Address, ParticipantSet, parse_address
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE, TimelinePage
-from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context
+from core.timeline import (
+    EventId,
+    ThreadId,
+    check_channel,
+    check_reason,
+    check_text,
+    parse_context,
+)
 from gateway.api import (
     field,
     named,
@@ -94,12 +101,15 @@ async def update_thread(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/threads/{id}/messages")
 async def post_message(request: web.Request) -> web.Response:
-    body = await read_object(request, required=["author", "text"], optional=["context"])
+    body = await read_object(request, required=["author", "text"], optional=["context", "channel"])
     author = field(body, "author", parse_address)
     text = field(body, "text", check_text)
     context = field(body, "context", parse_context)
+    channel = field(body, "channel", check_channel) if "channel" in body else "api"
     threads = repository(request)
-    message = await threads.post_message(_thread_id(request), author, text, context)
+    message = await threads.post_message(
+        _thread_id(request), author, text, context, channel=channel
+    )
     return web.json_response(event_json(message), status=201)
 
 

@@ -35,17 +35,35 @@ def _unauthorized(message: str) -> ApiError:
 
 async def calling_run(request: web.Request) -> Run:
     """The run the request's bearer token names, if it may act right now."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return await run_for_bearer(request.app, request.headers.get("Authorization", ""))
+
+
+async def run_for_bearer(app: web.Application, authorization: str) -> Run:
+    """The run an `Authorization: Bearer <run token>` header names, checked now: both tool
+    surfaces (this one and MCP at `/mcp`) resolve their caller here."""
+    run = await run_of_token(app, authorization)
+    database = app[DATABASE_KEY]
+    assert run.thread_id is not None
+    thread = await database.threads.get(run.thread_id)
+    deactivated = await database.people.inactive(thread.addresses)
+    check_may_act(
+        run, thread.states, role_configured=run.role in app[ROLES_KEY], deactivated=deactivated
+    )
+    return run
+
+
+async def run_of_token(app: web.Application, authorization: str) -> Run:
+    """The conversation run a bearer token names (401 when it names none), not yet checked for
+    what it may do now."""
+    scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise _unauthorized("this route needs the header 'Authorization: Bearer <run token>'")
-    database = request.app[DATABASE_KEY]
+    database = app[DATABASE_KEY]
     run = await database.runs.by_token(token.strip())
     if run is None:
         raise _unauthorized("this run token names no run")
     if run.kind is not RunKind.CONVERSATION or run.thread_id is None:
         raise NotAllowed("only conversation runs have these tools yet", code="not_a_conversation")
-    thread = await database.threads.get(run.thread_id)
-    check_may_act(run, thread.states, role_configured=run.role in request.app[ROLES_KEY])
     return run
 
 

@@ -25,13 +25,29 @@ async def test_posting_a_message_returns_201_with_the_whole_event(api, thread_id
     event = reply.body
     assert set(event) == {
         "id", "thread_id", "seq", "position", "at", "kind",
-        "author", "text", "context", "retracted",
+        "author", "text", "context", "retracted", "channel",
     }  # fmt: skip
     assert event["thread_id"] == thread_id
     assert (event["kind"], event["author"], event["text"]) == ("message", ALICE, "hello")
     assert (event["seq"], event["context"], event["retracted"]) == (1, None, False)
+    assert event["channel"] == "api"  # written through the API unless it says otherwise
     assert event["position"] >= 1
     assert RFC3339_MICROS.fullmatch(event["at"])
+
+
+async def test_a_message_says_which_channel_it_was_written_in(api, thread_id):
+    said = await api.post(
+        f"/api/v1/threads/{thread_id}/messages",
+        {"author": ALICE, "text": "from slack", "channel": "slack"},
+    )
+    assert said.status == 201 and said.body["channel"] == "slack"
+    page = await api.timeline(thread_id, f"?as={ALICE}")
+    assert [e["channel"] for e in page["events"] if e["kind"] == "message"] == ["slack"]
+    bad = await api.post(
+        f"/api/v1/threads/{thread_id}/messages",
+        {"author": ALICE, "text": "x", "channel": "Not A Channel"},
+    )
+    assert "channel" in bad.error(422, "invalid_channel")
 
 
 async def test_seq_counts_up_per_thread_and_position_across_threads(api, thread_id):

@@ -57,6 +57,8 @@ class _Session:
 class BuiltinRuntime:
     """Sessions of built-in agents, chosen by the manifest's `runtime.agent`."""
 
+    wants_tools = False  # they call `RunTools` in process
+
     def __init__(self, agents: Mapping[str, type[BuiltinAgent]]) -> None:
         self._agents = dict(agents)
 

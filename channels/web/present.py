@@ -1,0 +1,77 @@
+"""Events as the widget shows them (docs/widget.md, "An event as the widget shows it")."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import NotFound
+from core.participants import Address, ParticipantKind, kind_of
+from core.roles import Role
+from core.runs.conversation import FRESH_SESSION_NOTICE
+from core.storage.database import Database
+from core.timeline import AnyEvent, Message, Retraction, SystemNote, rfc3339
+
+NAMES_KEPT = 10_000
+
+
+class Names:
+    """Display names of authors: roles from their manifests, people from the database (kept,
+    so a stream does not read a name per event)."""
+
+    def __init__(self, database: Database, roles: Mapping[str, Role]) -> None:
+        self._db = database
+        self._roles = roles
+        self._people: OrderedDict[Address, str] = OrderedDict()
+
+    async def of(self, address: Address) -> str:
+        name = address.partition(":")[2]
+        if kind_of(address) is ParticipantKind.ROLE:
+            role = self._roles.get(name)
+            return role.display_name if role is not None else name
+        if (known := self._people.get(address)) is not None:
+            return known
+        try:
+            display = (await self._db.people.get(name)).display_name
+        except NotFound:  # an address no person record stands behind (made through the API)
+            display = name
+        self._people[address] = display
+        while len(self._people) > NAMES_KEPT:
+            self._people.popitem(last=False)
+        return display
+
+    def forget(self, address: Address) -> None:
+        self._people.pop(address, None)
+
+
+async def widget_event(event: AnyEvent, *, viewer: Address, names: Names) -> dict[str, Any] | None:
+    """The event as the viewer's widget shows it; None for what the widget does not show
+    (membership changes)."""
+    common: dict[str, Any] = {"id": event.id, "seq": event.seq, "at": rfc3339(event.at)}
+    match event:
+        case Message():
+            return common | {
+                "kind": "message",
+                "author": event.author,
+                "author_name": await names.of(event.author),
+                "mine": event.author == viewer,
+                "text": event.text,
+                "retracted": event.retracted,
+                "channel": event.channel,
+            }
+        case Retraction():
+            return common | {
+                "kind": "retraction",
+                "author": event.author,
+                "author_name": await names.of(event.author),
+                "mine": event.author == viewer,
+                "target": event.target,
+            }
+        case SystemNote():
+            fresh = event.text == FRESH_SESSION_NOTICE
+            shown = common | {"kind": "system", "text": event.text, "fresh": fresh}
+            if fresh:
+                shown["archive_before"] = event.seq
+            return shown
+    return None

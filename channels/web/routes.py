@@ -1,0 +1,472 @@
+"""The widget's HTTP surface (docs/widget.md): `/widget.js`, the demo page `/`, `/widget/v1/…`.
+
+Who is talking is settled once, when the widget starts a session (`POST /widget/v1/sessions`):
+the host site's signed user, or an anonymous visitor with our visitor token. Every later call
+presents the session token we gave back. A person's message is committed before the answer
+goes back; the run host takes it from there like any other message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp_sse import EventSourceResponse
+
+from channels.web.limits import PostingRate
+from channels.web.present import Names, widget_event
+from channels.web.sites import Site, Sites, check_origin
+from channels.web.stream import Fanout, Overflowed, Subscription, ViewerState, Working
+from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
+from core.errors import NotAllowed, TooLarge
+from core.host.host import RunHost
+from core.participants import Address, ParticipantSet
+from core.people import Identity, parse_identity
+from core.storage.database import Database
+from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
+from gateway.api import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
+from gateway.errors import ApiError
+from gateway.roles import ROLES_KEY
+from gateway.settings import Settings, ensure_widget_key
+
+log = logging.getLogger("rolecall.web")
+
+PREFIX = "/widget/v1"
+STATIC = Path(__file__).parent / "static"
+MAX_WIDGET_TEXT = 4_000
+LINK_CODE_TTL = timedelta(minutes=15)
+PING_SECONDS = 15.0
+CATCH_UP_PAGE = 200
+HISTORY_PAGE = 30
+
+
+@dataclass
+class WebChannel:
+    sites: Sites
+    keys: WidgetKeys
+    rate: PostingRate
+    names: Names
+    base_url: str
+    fanout: Fanout = field(default_factory=Fanout)
+    streams: set[EventSourceResponse] = field(default_factory=set)
+
+
+WEB_KEY = web.AppKey("web_channel", WebChannel)
+
+
+def add_routes(app: web.Application, settings: Settings) -> None:
+    """Mount the widget on the application; call after the database and host lifecycles."""
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+    app.on_shutdown.append(_close_streams)
+    app.on_response_prepare.append(_cors)
+    app.router.add_get("/", demo_page)
+    app.router.add_get("/widget.js", widget_script)
+    app.router.add_route("OPTIONS", PREFIX + "/{tail:.*}", preflight)
+    app.router.add_post(PREFIX + "/sessions", start_session)
+    app.router.add_get(PREFIX + "/history", history)
+    app.router.add_post(PREFIX + "/messages", post_message)
+    app.router.add_get(PREFIX + "/stream", stream)
+    app.router.add_post(PREFIX + "/fresh", start_fresh)
+    app.router.add_post(PREFIX + "/link-codes", new_link_code)
+    app.router.add_post(PREFIX + "/link", redeem_link_code)
+
+
+async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+    database = app[DATABASE_KEY]
+    channel = WebChannel(
+        sites=Sites(settings.sites, own_origin=settings.base_url),
+        keys=WidgetKeys(ensure_widget_key(settings)),
+        rate=PostingRate(settings.widget_post_rate),
+        names=Names(database, app[ROLES_KEY]),
+        base_url=settings.base_url,
+    )
+    app[WEB_KEY] = channel
+    stop_commits = database.listen(channel.fanout.on_commit)
+    host: RunHost = app[HOST_KEY]
+    stop_activity = host.watch_activity(channel.fanout.on_activity)
+    try:
+        yield
+    finally:
+        stop_commits()
+        stop_activity()
+
+
+async def _close_streams(app: web.Application) -> None:
+    """Open streams end when the gateway stops; browsers reconnect with `Last-Event-ID`."""
+    if WEB_KEY in app:
+        for response in list(app[WEB_KEY].streams):
+            with contextlib.suppress(RuntimeError):
+                response.stop_streaming()
+
+
+# --- CORS and origins ---------------------------------------------------------------------------
+
+
+async def _cors(request: web.Request, response: web.StreamResponse) -> None:
+    """Answers under `/widget/v1` (errors included) carry CORS headers for allowed origins."""
+    if not request.path.startswith(PREFIX + "/") or WEB_KEY not in request.app:
+        return
+    origin = request.headers.get("Origin")
+    if origin and request.app[WEB_KEY].sites.allows_somewhere(origin):
+        response.headers["Access-Control-Allow-Origin"] = origin
+        response.headers["Access-Control-Expose-Headers"] = "Retry-After"
+        response.headers.add("Vary", "Origin")
+
+
+async def preflight(request: web.Request) -> web.Response:
+    origin = request.headers.get("Origin", "")
+    if not request.app[WEB_KEY].sites.allows_somewhere(origin):
+        raise ApiError(
+            403, "origin_not_allowed", f"pages of {origin or '?'} may not use the widget"
+        )
+    return web.Response(
+        status=204,
+        headers={
+            "Access-Control-Allow-Methods": "GET, POST",
+            "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID",
+            "Access-Control-Max-Age": "600",
+        },
+    )
+
+
+# --- the script and the demo page ---------------------------------------------------------------
+
+
+async def widget_script(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(
+        STATIC / "widget.js",
+        headers={
+            "Content-Type": "application/javascript; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "Access-Control-Allow-Origin": "*",
+        },
+    )
+
+
+async def demo_page(request: web.Request) -> web.Response:
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    page = page.replace("{{BASE_URL}}", request.app[WEB_KEY].base_url)
+    return web.Response(text=page, content_type="text/html", charset="utf-8")
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+async def start_session(request: web.Request) -> web.Response:
+    body = await read_object(
+        request, required=["role"], optional=["site", "user_token", "visitor_token"]
+    )
+    channel = request.app[WEB_KEY]
+    site = channel.sites.get(body.get("site"))
+    check_origin(request.headers.get("Origin"), site)
+    role = request.app[ROLES_KEY].get(body["role"]) if isinstance(body["role"], str) else None
+    if role is None:
+        raise ApiError(404, "unknown_role", f"no role named {body['role']!r} is served here")
+    database = request.app[DATABASE_KEY]
+    visitor_token: str | None = None
+    if body.get("user_token") is not None:
+        user = read_user_token(body["user_token"], site=site.name, secret=site.secret)
+        identity = _identity(site, user.sub)
+        person = await database.people.resolve(identity, display_name=user.name, email=user.email)
+        if body.get("visitor_token") is not None:  # a visitor who signs in keeps what they said
+            visitor = _identity(site, "visitor:" + channel.keys.read_visitor(
+                body["visitor_token"], site=site.name
+            ))  # fmt: skip
+            person = await _link_visitor(database, visitor, person.slug)
+    else:
+        if body.get("visitor_token") is not None:
+            visitor_token = body["visitor_token"]
+            visitor_id = channel.keys.read_visitor(visitor_token, site=site.name)
+        else:
+            visitor_token, visitor_id = channel.keys.new_visitor(site.name)
+        identity = _identity(site, "visitor:" + visitor_id)
+        person = await database.people.resolve(identity, display_name="Visitor")
+    if not person.active:
+        raise NotAllowed("this person has been deactivated", code="person_deactivated")
+    members = ParticipantSet.of([person.address, f"role:{role.name}"])
+    thread, _ = await database.threads.resolve(members)
+    token, session = channel.keys.new_session(
+        person=person.slug,
+        identity=str(identity),
+        site=site.name,
+        role=role.name,
+        conversation=thread.id,
+    )
+    latest = await database.threads.latest(thread.id, viewer=person.address, limit=1)
+    answer: dict[str, Any] = {
+        "session_token": token,
+        "expires_at": rfc3339(session.expires_at),
+        "person": {"slug": person.slug, "display_name": person.display_name},
+        "role": {"name": role.name, "display_name": role.display_name},
+        "conversation": thread.id,
+        "last_seq": latest.events[-1].seq if latest.events else 0,
+    }
+    if visitor_token is not None:
+        answer["visitor_token"] = visitor_token
+    return web.json_response(answer)
+
+
+def _identity(site: Site, user: str) -> Identity:
+    return parse_identity(f"web:{site.name}:{user}")
+
+
+async def _link_visitor(database: Database, visitor: Identity, slug: str) -> Any:
+    """Move the visitor identity to the signed-in person (merging the visitor's conversations
+    into theirs, `core.people`), unless it is theirs already."""
+    owner = await database.people.of_identity(visitor)
+    if owner is None or owner.slug == slug:
+        return await database.people.get(slug)
+    code = await database.people.new_link_code(slug, timedelta(minutes=1))
+    return await database.people.redeem(code.code, visitor)
+
+
+async def _session(request: web.Request, *, token: str | None = None) -> WidgetSession:
+    """The widget session the request presents, from a page its site allows."""
+    channel = request.app[WEB_KEY]
+    if token is None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            token = ""
+    session = channel.keys.read_session(token.strip())
+    check_origin(request.headers.get("Origin"), channel.sites.get(session.site))
+    return session
+
+
+async def _current_person(request: web.Request, session: WidgetSession) -> Address:
+    """The session's person, if they may still speak: a deactivated person may not; one merged
+    into another since the session began must start a new session (as the other)."""
+    person = await request.app[DATABASE_KEY].people.get(session.person)
+    if person.merged_into is not None:
+        raise ApiError(401, "session_expired", "this person was linked to another: start again")
+    if not person.active:
+        raise NotAllowed("this person has been deactivated", code="person_deactivated")
+    return person.address
+
+
+# --- the conversation ---------------------------------------------------------------------------
+
+
+async def history(request: web.Request) -> web.Response:
+    session = await _session(request)
+    params = read_query(request, ["before", "limit", "archived"])
+    before = query_int(params, "before", default=0, low=1) or None
+    limit = query_int(params, "limit", default=HISTORY_PAGE, low=1, high=100)
+    archived = _flag(params, "archived")
+    channel = request.app[WEB_KEY]
+    threads = request.app[DATABASE_KEY].threads
+    viewer = Address(f"person:{session.person}")
+    thread_id = ThreadId(session.conversation)
+    page = await threads.latest(
+        thread_id, viewer=viewer, before=before, limit=limit, include_archived=archived
+    )
+    events = [
+        shown
+        for event in page.events
+        if (shown := await widget_event(event, viewer=viewer, names=channel.names)) is not None
+    ]
+    more = page.next is not None and bool(page.events)
+    earlier = False
+    if not archived and not more:
+        first = page.events[0].seq if page.events else before
+        older = await threads.latest(
+            thread_id, viewer=viewer, before=first, limit=1, include_archived=True
+        )
+        earlier = bool(older.events)
+    return web.json_response({"events": events, "more": more, "earlier": earlier})
+
+
+def _flag(params: dict[str, str], name: str) -> bool:
+    raw = params.get(name, "false")
+    if raw not in ("true", "false"):
+        raise ApiError(400, "bad_request", f"{name} must be true or false")
+    return raw == "true"
+
+
+async def post_message(request: web.Request) -> web.Response:
+    session = await _session(request)
+    body = await read_object(request, required=["text"])
+    text = body["text"]
+    if isinstance(text, str) and len(text) > MAX_WIDGET_TEXT:
+        raise TooLarge(
+            f"a message from the widget is at most {MAX_WIDGET_TEXT} characters; "
+            f"this one has {len(text)}",
+            code="too_large",
+        )
+    text = check_text(text)
+    channel = request.app[WEB_KEY]
+    wait = channel.rate.take(session.identity)
+    if wait:
+        seconds = PostingRate.retry_after(wait)
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many messages; try again in {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
+    author = await _current_person(request, session)
+    message = await request.app[DATABASE_KEY].threads.post_message(
+        ThreadId(session.conversation), author, text, channel="web"
+    )
+    shown = await widget_event(message, viewer=author, names=channel.names)
+    return web.json_response({"event": shown}, status=201)
+
+
+async def start_fresh(request: web.Request) -> web.Response:
+    session = await _session(request)
+    await read_object(request, empty_ok=True)
+    await _current_person(request, session)
+    database = request.app[DATABASE_KEY]
+    thread_id = ThreadId(session.conversation)
+    run, _ = await database.runs.ensure_conversation_run(thread_id, session.role)
+    fresh = await request.app[HOST_KEY].start_fresh(run.id)
+    del fresh
+    page = await database.threads.latest(thread_id, limit=1)
+    archive_before = page.events[-1].seq if page.events else 0
+    return web.json_response({"archive_before": archive_before})
+
+
+async def new_link_code(request: web.Request) -> web.Response:
+    session = await _session(request)
+    await read_object(request, empty_ok=True)
+    await _current_person(request, session)
+    code = await request.app[DATABASE_KEY].people.new_link_code(session.person, LINK_CODE_TTL)
+    return web.json_response(
+        {"code": code.code, "expires_at": rfc3339(code.expires_at)}, status=201
+    )
+
+
+async def redeem_link_code(request: web.Request) -> web.Response:
+    """This browser's identity joins the code's person; a new session, as them."""
+    session = await _session(request)
+    body = await read_object(request, required=["code"])
+    database = request.app[DATABASE_KEY]
+    identity = parse_identity(session.identity)
+    person = await database.people.redeem(body["code"], identity)
+    members = ParticipantSet.of([person.address, f"role:{session.role}"])
+    thread, _ = await database.threads.resolve(members)
+    channel = request.app[WEB_KEY]
+    token, renewed = channel.keys.new_session(
+        person=person.slug,
+        identity=session.identity,
+        site=session.site,
+        role=session.role,
+        conversation=thread.id,
+    )
+    role = request.app[ROLES_KEY][session.role]
+    latest = await database.threads.latest(thread.id, viewer=person.address, limit=1)
+    return web.json_response(
+        {
+            "session_token": token,
+            "expires_at": rfc3339(renewed.expires_at),
+            "person": {"slug": person.slug, "display_name": person.display_name},
+            "role": {"name": role.name, "display_name": role.display_name},
+            "conversation": thread.id,
+            "last_seq": latest.events[-1].seq if latest.events else 0,
+        }
+    )
+
+
+# --- the live stream ----------------------------------------------------------------------------
+
+
+async def stream(request: web.Request) -> web.StreamResponse:
+    params = read_query(request, ["token", "after"])
+    session = await _session(request, token=params.get("token"))
+    viewer = await _current_person(request, session)
+    after = _last_event_id(request, params)
+    channel = request.app[WEB_KEY]
+    database = request.app[DATABASE_KEY]
+    thread_id = ThreadId(session.conversation)
+    subscription = channel.fanout.subscribe(thread_id)  # before reading: nothing falls between
+    try:
+        thread = await database.threads.get(thread_id)
+        state = ViewerState(viewer, thread.states[viewer])
+        if after is None:
+            latest = await database.threads.latest(thread_id, viewer=viewer, limit=1)
+            after = latest.events[-1].seq if latest.events else 0
+        response = EventSourceResponse(ping_interval=PING_SECONDS)
+        await response.prepare(request)
+        channel.streams.add(response)
+        try:
+            await _serve(response, database, channel, subscription, state, after)
+        finally:
+            channel.streams.discard(response)
+        return response
+    finally:
+        channel.fanout.unsubscribe(subscription)
+
+
+def _last_event_id(request: web.Request, params: dict[str, str]) -> int | None:
+    raw = request.headers.get("Last-Event-ID") or params.get("after")
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 18:
+        raise ApiError(400, "bad_request", "Last-Event-ID and after must be a seq (an integer)")
+    return int(raw)
+
+
+async def _serve(
+    response: EventSourceResponse,
+    database: Database,
+    channel: WebChannel,
+    subscription: Subscription,
+    state: ViewerState,
+    last: int,
+) -> None:
+    """Send what the browser missed, then what happens, until the browser goes away."""
+    thread_id = subscription.thread_id
+
+    async def send(event: AnyEvent) -> None:
+        shown = await widget_event(event, viewer=state.viewer, names=channel.names)
+        if shown is not None:
+            await response.send(json.dumps(shown), id=str(event.seq), event="timeline")
+
+    async def catch_up(last: int) -> int:
+        while True:
+            page = await database.threads.timeline(
+                thread_id, viewer=state.viewer, after=last, limit=CATCH_UP_PAGE
+            )
+            for event in page.events:
+                state.sees(event)
+                await send(event)
+                last = event.seq
+            if not page.more:
+                return last
+
+    closed = asyncio.ensure_future(response.wait())
+    try:
+        last = await catch_up(last)
+        for role in channel.fanout.working(thread_id):
+            await response.send(json.dumps({"role": role, "working": True}), event="working")
+        while True:
+            item_task = asyncio.ensure_future(subscription.next())
+            done, _ = await asyncio.wait({item_task, closed}, return_when=asyncio.FIRST_COMPLETED)
+            if item_task not in done:
+                item_task.cancel()
+                return
+            item = item_task.result()
+            if isinstance(item, Overflowed):
+                last = await catch_up(last)
+            elif isinstance(item, Working):
+                payload = {"role": item.role, "working": item.working}
+                await response.send(json.dumps(payload), event="working")
+            elif item.seq <= last:
+                continue  # sent already, from the database
+            elif item.seq > last + 1:
+                last = await catch_up(last)  # something fell between: the database knows
+            else:
+                last = item.seq
+                if state.sees(item):
+                    await send(item)
+    except (ConnectionResetError, RuntimeError):
+        return  # the browser went away mid-send
+    finally:
+        closed.cancel()

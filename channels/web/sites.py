@@ -1,0 +1,58 @@
+"""Sites that embed the widget: whose secret signs their users' tokens, which page origins may
+use it. The site `default` always exists (anonymous visitors only, unless configured), and the
+gateway's own origin is allowed for every site (the demo page)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.errors import ApiError
+from gateway.settings import SiteSettings
+
+DEFAULT_SITE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    name: str
+    secret: str | None
+    origins: frozenset[str]
+
+
+class Sites:
+    def __init__(self, configured: Mapping[str, SiteSettings], *, own_origin: str) -> None:
+        self._sites = {
+            name: Site(
+                name,
+                site.secret.get_secret_value() if site.secret is not None else None,
+                frozenset(site.origins) | {own_origin},
+            )
+            for name, site in configured.items()
+        }
+        self._sites.setdefault(DEFAULT_SITE, Site(DEFAULT_SITE, None, frozenset({own_origin})))
+        self._any_origin = frozenset().union(*(site.origins for site in self._sites.values()))
+
+    def get(self, name: object) -> Site:
+        if name is None:
+            name = DEFAULT_SITE
+        site = self._sites.get(name) if isinstance(name, str) else None
+        if site is None:
+            raise ApiError(404, "unknown_site", f"no site named {name!r} is configured here")
+        return site
+
+    def allows_somewhere(self, origin: str) -> bool:
+        """Whether some site allows pages of this origin (CORS preflights name no site)."""
+        return origin in self._any_origin
+
+
+def check_origin(origin: str | None, site: Site) -> None:
+    """A browser's request must come from a page the site allows. Requests without `Origin`
+    (not from a browser page, or a same-origin `GET`) pass: the header is a browser's promise,
+    not a credential."""
+    if origin is not None and origin not in site.origins:
+        raise ApiError(
+            403,
+            "origin_not_allowed",
+            f"pages of {origin} may not use the widget for site {site.name!r}",
+        )

@@ -1,0 +1,137 @@
+"""People and their channel identities over HTTP, for operators.
+
+    GET   /api/v1/persons[?after=&limit=]        people in slug order
+    POST  /api/v1/persons                        create: {slug?, display_name, email?}
+    GET   /api/v1/persons/{slug}                 one person with their identities
+    PATCH /api/v1/persons/{slug}                 change: {active?, display_name?, email?}
+    POST  /api/v1/persons/{slug}/identities      link an identity: {identity}
+    POST  /api/v1/persons/{slug}/link-codes      a one-time link code: {ttl_seconds?}
+    POST  /api/v1/link-codes/redeem              link an identity with a code: {code, identity}
+
+The rules (identities, link codes, merging one person into another) are `core.people`'s; a
+redemption that leaves a person without identities merges them, re-addressing their threads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import InvalidInput, NotFound, RolecallError
+from core.people import (
+    KEEP,
+    LinkedIdentity,
+    Person,
+    PersonChange,
+    check_display_name,
+    check_email,
+    check_ttl,
+    normalize_link_code,
+    parse_identity,
+    parse_slug,
+)
+from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
+from gateway.api import DATABASE_KEY, field, named, query_int, read_object, read_query
+
+routes = web.RouteTableDef()
+
+
+def _slug(request: web.Request) -> str:
+    """The path's slug; one that could never be a person's is simply not found."""
+    raw = request.match_info["slug"]
+    try:
+        return parse_slug(raw)
+    except RolecallError:
+        raise NotFound(f"no person with slug {raw!r}", code="person_not_found") from None
+
+
+def _active(raw: object) -> bool:
+    if not isinstance(raw, bool):
+        raise InvalidInput("active must be true or false", code="invalid_active")
+    return raw
+
+
+def profile_json(person: Person, identities: list[LinkedIdentity]) -> dict[str, Any]:
+    return {**person.to_json(), "identities": [i.to_json() for i in identities]}
+
+
+@routes.get("/api/v1/persons")
+async def list_persons(request: web.Request) -> web.Response:
+    params = read_query(request, ["after", "limit"])
+    after = named("after", parse_slug, params["after"]) if "after" in params else None
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    found = await request.app[DATABASE_KEY].people.list(after=after, limit=limit + 1)
+    page = found[:limit]
+    return web.json_response(
+        {
+            "persons": [p.to_json() for p in page],
+            "next": page[-1].slug if len(found) > limit else None,
+        }
+    )
+
+
+@routes.post("/api/v1/persons")
+async def create_person(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["display_name"], optional=["slug", "email"])
+    slug = field(body, "slug", parse_slug) if body.get("slug") is not None else None
+    person = await request.app[DATABASE_KEY].people.create(
+        slug=slug,
+        display_name=field(body, "display_name", check_display_name),
+        email=field(body, "email", check_email),
+    )
+    return web.json_response(profile_json(person, []), status=201)
+
+
+@routes.get("/api/v1/persons/{slug}")
+async def show_person(request: web.Request) -> web.Response:
+    read_query(request, [])
+    person, identities = await request.app[DATABASE_KEY].people.profile(_slug(request))
+    return web.json_response(profile_json(person, identities))
+
+
+@routes.patch("/api/v1/persons/{slug}")
+async def update_person(request: web.Request) -> web.Response:
+    slug = _slug(request)
+    body = await read_object(request, optional=["active", "display_name", "email"])
+    change = PersonChange(
+        display_name=field(body, "display_name", check_display_name)
+        if "display_name" in body
+        else None,
+        email=field(body, "email", check_email) if "email" in body else KEEP,
+        active=field(body, "active", _active) if "active" in body else None,
+    )
+    people = request.app[DATABASE_KEY].people
+    await people.update(slug, change)
+    return web.json_response(profile_json(*await people.profile(slug)))
+
+
+@routes.post("/api/v1/persons/{slug}/identities")
+async def add_identity(request: web.Request) -> web.Response:
+    slug = _slug(request)
+    body = await read_object(request, required=["identity"])
+    identity = field(body, "identity", parse_identity)
+    people = request.app[DATABASE_KEY].people
+    _, added = await people.add_identity(slug, identity)
+    return web.json_response(
+        profile_json(*await people.profile(slug)), status=201 if added else 200
+    )
+
+
+@routes.post("/api/v1/persons/{slug}/link-codes")
+async def new_link_code(request: web.Request) -> web.Response:
+    slug = _slug(request)
+    body = await read_object(request, optional=["ttl_seconds"], empty_ok=True)
+    ttl = field(body, "ttl_seconds", check_ttl)
+    made = await request.app[DATABASE_KEY].people.new_link_code(slug, ttl)
+    return web.json_response(made.to_json(), status=201)
+
+
+@routes.post("/api/v1/link-codes/redeem")
+async def redeem_link_code(request: web.Request) -> web.Response:
+    body = await read_object(request, required=["code", "identity"])
+    code = field(body, "code", normalize_link_code)
+    identity = field(body, "identity", parse_identity)
+    people = request.app[DATABASE_KEY].people
+    person = await people.redeem(code, identity)
+    return web.json_response(profile_json(*await people.profile(person.slug)))
