@@ -255,15 +255,28 @@ async def _current_person(request: web.Request, session: WidgetSession) -> Addre
 
 
 async def history(request: web.Request) -> web.Response:
+    """A page of the conversation, newest first. At its beginning, `predecessor` names the
+    conversation before it: one this person had under an identity since linked to them, kept
+    beside this one by the merge (`core.people`); it pages on with `conversation=`."""
     session = await _session(request)
-    params = read_query(request, ["before", "limit", "archived"])
+    params = read_query(request, ["before", "limit", "archived", "conversation"])
     before = query_int(params, "before", default=0, low=1) or None
     limit = query_int(params, "limit", default=HISTORY_PAGE, low=1, high=100)
     archived = _flag(params, "archived")
     channel = request.app[WEB_KEY]
-    threads = request.app[DATABASE_KEY].threads
+    database = request.app[DATABASE_KEY]
+    threads = database.threads
     viewer = Address(f"person:{session.person}")
     thread_id = ThreadId(session.conversation)
+    older = await _older_conversations(database, thread_id)
+    if "conversation" in params and params["conversation"] != thread_id:
+        thread_id = ThreadId(params["conversation"])
+        if thread_id not in older:
+            raise ApiError(
+                404, "unknown_conversation", "no earlier conversation of yours by that id"
+            )
+        viewer = await _former_self(database, thread_id, session.person)
+        archived = True  # an earlier conversation is all archive
     page = await threads.latest(
         thread_id, viewer=viewer, before=before, limit=limit, include_archived=archived
     )
@@ -273,14 +286,46 @@ async def history(request: web.Request) -> web.Response:
         if (shown := await widget_event(event, viewer=viewer, names=channel.names)) is not None
     ]
     more = page.next is not None and bool(page.events)
-    earlier = False
-    if not archived and not more:
+    predecessor = None
+    if not more:
+        after_this = older[older.index(thread_id) + 1 :] if thread_id in older else older
+        predecessor = after_this[0] if after_this else None
+    earlier = predecessor is not None
+    if not archived and not more and not earlier:
         first = page.events[0].seq if page.events else before
-        older = await threads.latest(
+        archive = await threads.latest(
             thread_id, viewer=viewer, before=first, limit=1, include_archived=True
         )
-        earlier = bool(older.events)
-    return web.json_response({"events": events, "more": more, "earlier": earlier})
+        earlier = bool(archive.events)
+    answer = {"events": events, "more": more, "earlier": earlier, "predecessor": predecessor}
+    return web.json_response(answer)
+
+
+OLDER_LIMIT = 20
+
+
+async def _older_conversations(database: Database, thread_id: ThreadId) -> list[ThreadId]:
+    """The conversations that precede this one (and theirs, and so on), newest first."""
+    found: list[ThreadId] = []
+    frontier = [thread_id]
+    while frontier and len(found) < OLDER_LIMIT:
+        for earlier in await database.people.predecessors(frontier.pop()):
+            if earlier not in found and earlier != thread_id:
+                found.append(earlier)
+                frontier.append(earlier)
+    return sorted(found, reverse=True)[:OLDER_LIMIT]  # ids are time-ordered (UUIDv7)
+
+
+async def _former_self(database: Database, thread_id: ThreadId, person: str) -> Address:
+    """Who this person was in an earlier conversation: its person merged into them."""
+    thread = await database.threads.get(thread_id)
+    for address in thread.addresses:
+        kind, _, slug = address.partition(":")
+        if kind != "person":
+            continue
+        if slug == person or (await database.people.get(slug)).merged_into == person:
+            return address
+    raise ApiError(404, "unknown_conversation", "no earlier conversation of yours by that id")
 
 
 def _flag(params: dict[str, str], name: str) -> bool:

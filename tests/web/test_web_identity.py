@@ -157,3 +157,32 @@ async def test_unknown_roles_and_sites_are_named(web):
         "POST", "/sessions", {"role": "echo", "site": "nowhere"}
     )
     assert status == 404 and answer["error"]["code"] == "unknown_site"
+
+
+async def test_a_visitor_who_signs_in_to_an_existing_conversation_finds_theirs_behind_it(web):
+    known = web.widget(SHOP_ORIGIN)
+    await known.start(site="shop", user_token=user_token("u-8", "Di"))
+    await known.say("said while signed in, long ago")
+
+    visitor = web.widget(SHOP_ORIGIN)
+    anonymous = await visitor.start(site="shop")
+    await visitor.say("said anonymously")
+    signed = await visitor.start(
+        site="shop", user_token=user_token("u-8", "Di"), visitor_token=anonymous["visitor_token"]
+    )
+    assert signed["conversation"] != anonymous["conversation"]
+
+    page = await visitor.history()
+    assert "said while signed in, long ago" in [e.get("text") for e in page["events"]]
+    assert page["earlier"] and page["predecessor"] == anonymous["conversation"]
+    earlier = await visitor.history(f"?conversation={page['predecessor']}")
+    said = [e for e in earlier["events"] if e["kind"] == "message" and e["mine"]]
+    assert [e["text"] for e in said] == ["said anonymously"]
+    assert earlier["predecessor"] is None and not earlier["more"]
+
+    stranger = web.widget(SHOP_ORIGIN)
+    await stranger.start(site="shop", user_token=user_token("u-9", "Ed"))
+    status, answer, _ = await stranger.call(
+        "GET", f"/history?conversation={anonymous['conversation']}"
+    )
+    assert status == 404 and answer["error"]["code"] == "unknown_conversation"
