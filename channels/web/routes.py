@@ -185,7 +185,8 @@ async def start_session(request: web.Request) -> web.Response:
         if body.get("visitor_token") is not None:
             visitor_token = body["visitor_token"]
             visitor_id = channel.keys.read_visitor(visitor_token, site=site.name)
-        else:
+        else:  # a new visitor is a new person: as limited, per address, as posting is
+            _limit(channel, f"new-visitor:{request.remote}", "new visitors from this address")
             visitor_token, visitor_id = channel.keys.new_visitor(site.name)
         identity = _identity(site, "visitor:" + visitor_id)
         person = await database.people.resolve(identity, display_name="Visitor")
@@ -328,6 +329,19 @@ async def _former_self(database: Database, thread_id: ThreadId, person: str) -> 
     raise ApiError(404, "unknown_conversation", "no earlier conversation of yours by that id")
 
 
+def _limit(channel: WebChannel, who: str, what: str) -> None:
+    """429 with `Retry-After` when `who` is over the posting rate."""
+    wait = channel.rate.take(who)
+    if wait:
+        seconds = PostingRate.retry_after(wait)
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many {what}; try again in {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
+
+
 def _flag(params: dict[str, str], name: str) -> bool:
     raw = params.get(name, "false")
     if raw not in ("true", "false"):
@@ -347,15 +361,7 @@ async def post_message(request: web.Request) -> web.Response:
         )
     text = check_text(text)
     channel = request.app[WEB_KEY]
-    wait = channel.rate.take(session.identity)
-    if wait:
-        seconds = PostingRate.retry_after(wait)
-        raise ApiError(
-            429,
-            "rate_limited",
-            f"too many messages; try again in {seconds} s",
-            headers={"Retry-After": str(seconds)},
-        )
+    _limit(channel, session.identity, "messages")
     author = await _current_person(request, session)
     message = await request.app[DATABASE_KEY].threads.post_message(
         ThreadId(session.conversation), author, text, channel="web"
@@ -392,12 +398,13 @@ async def redeem_link_code(request: web.Request) -> web.Response:
     """This browser's identity joins the code's person; a new session, as them."""
     session = await _session(request)
     body = await read_object(request, required=["code"])
+    channel = request.app[WEB_KEY]
+    _limit(channel, f"link:{session.identity}", "link code attempts")  # codes are short
     database = request.app[DATABASE_KEY]
     identity = parse_identity(session.identity)
     person = await database.people.redeem(body["code"], identity)
     members = ParticipantSet.of([person.address, f"role:{session.role}"])
     thread, _ = await database.threads.resolve(members)
-    channel = request.app[WEB_KEY]
     token, renewed = channel.keys.new_session(
         person=person.slug,
         identity=session.identity,

@@ -186,3 +186,14 @@ async def test_a_visitor_who_signs_in_to_an_existing_conversation_finds_theirs_b
         "GET", f"/history?conversation={anonymous['conversation']}"
     )
     assert status == 404 and answer["error"]["code"] == "unknown_conversation"
+
+
+async def test_link_code_guesses_and_new_visitors_are_rate_limited(web):
+    widget = web.widget()
+    await widget.start()
+    statuses = [
+        (await widget.call("POST", "/link", {"code": f"ABCD-EF{n:02d}"}))[0] for n in range(12)
+    ]
+    assert statuses[:10] == [404] * 10 and statuses[10:] == [429, 429]
+    made = [(await web.widget().call("POST", "/sessions", {"role": "echo"}))[0] for _ in range(11)]
+    assert 429 in made  # one address: a burst of new visitors, then the rate
