@@ -58,6 +58,11 @@ class Metrics:
         # Label lookups cost more than the increments; the series are few, so keep them.
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.host = HostMetrics(self.registry)
+        self.widget_streams = Gauge(
+            "rolecall_widget_streams",
+            "Widget event streams (Server-Sent Events) open now.",
+            registry=self.registry,
+        )
 
     def count_appended(self, events: Sequence[AnyEvent]) -> None:
         """Storage's `on_appended` callback: called after each commit with what it appended."""

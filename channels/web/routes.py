@@ -34,6 +34,7 @@ from core.storage.database import Database
 from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
 from gateway.api import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
 from gateway.errors import ApiError
+from gateway.metrics import METRICS_KEY
 from gateway.roles import ROLES_KEY
 from gateway.settings import Settings, ensure_widget_key
 
@@ -89,6 +90,7 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
         base_url=settings.base_url,
     )
     app[WEB_KEY] = channel
+    app[METRICS_KEY].widget_streams.set_function(lambda: channel.fanout.open_streams)
     stop_commits = database.listen(channel.fanout.on_commit)
     host: RunHost = app[HOST_KEY]
     stop_activity = host.watch_activity(channel.fanout.on_activity)

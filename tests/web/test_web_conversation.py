@@ -26,6 +26,8 @@ async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web):
         sent = await widget.say("hello there")
         assert sent["mine"] and sent["channel"] == "web" and sent["author_name"] == "Visitor"
         mine, reply = await stream.timeline(2)
+        async with web.http.get(web.server.make_url("/metrics")) as metrics:
+            assert "rolecall_widget_streams 1.0" in await metrics.text()
         assert (mine.data["text"], mine.data["mine"]) == ("hello there", True)
         assert mine.id == str(mine.data["seq"])
         assert reply.data["author"] == "role:echo" and reply.data["author_name"] == "Echo"
