@@ -26,13 +26,13 @@ from channels.web.present import Names, widget_event
 from channels.web.sites import Site, Sites, check_origin
 from channels.web.stream import Fanout, Overflowed, Subscription, ViewerState, Working
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
-from core.errors import NotAllowed, TooLarge
+from core.errors import InvalidInput, NotAllowed, TooLarge
 from core.host.host import RunHost
 from core.participants import Address, ParticipantSet
 from core.people import Identity, parse_identity
 from core.storage.database import Database
 from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
-from gateway.api import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
+from gateway.api import DATABASE_KEY, HOST_KEY, query_bool, query_int, read_object, read_query
 from gateway.errors import ApiError
 from gateway.metrics import METRICS_KEY
 from gateway.roles import ROLES_KEY
@@ -45,6 +45,7 @@ STATIC = Path(__file__).parent / "static"
 MAX_WIDGET_TEXT = 4_000
 LINK_CODE_TTL = timedelta(minutes=15)
 PING_SECONDS = 15.0
+RECONNECT_MS = 1_000
 CATCH_UP_PAGE = 200
 HISTORY_PAGE = 30
 
@@ -265,7 +266,7 @@ async def history(request: web.Request) -> web.Response:
     params = read_query(request, ["before", "limit", "archived", "conversation"])
     before = query_int(params, "before", default=0, low=1) or None
     limit = query_int(params, "limit", default=HISTORY_PAGE, low=1, high=100)
-    archived = _flag(params, "archived")
+    archived = query_bool(params, "archived")
     channel = request.app[WEB_KEY]
     database = request.app[DATABASE_KEY]
     threads = database.threads
@@ -342,13 +343,6 @@ def _limit(channel: WebChannel, who: str, what: str) -> None:
             f"too many {what}; try again in {seconds} s",
             headers={"Retry-After": str(seconds)},
         )
-
-
-def _flag(params: dict[str, str], name: str) -> bool:
-    raw = params.get(name, "false")
-    if raw not in ("true", "false"):
-        raise ApiError(400, "bad_request", f"{name} must be true or false")
-    return raw == "true"
 
 
 async def post_message(request: web.Request) -> web.Response:
@@ -463,7 +457,10 @@ def _last_event_id(request: web.Request, params: dict[str, str]) -> int | None:
     if raw is None:
         return None
     if not raw.isdigit() or len(raw) > 18:
-        raise ApiError(400, "bad_request", "Last-Event-ID and after must be a seq (an integer)")
+        raise InvalidInput(
+            f"Last-Event-ID and after must be a seq (a whole number), not {raw!r}",
+            code="invalid_parameter",
+        )
     return int(raw)
 
 
@@ -497,6 +494,8 @@ async def _serve(
 
     closed = asyncio.ensure_future(response.wait())
     try:
+        # Reconnect a second after a drop (browsers wait about three by default).
+        await response.send("{}", event="ready", retry=RECONNECT_MS)
         last = await catch_up(last)
         for role in channel.fanout.working(thread_id):
             await response.send(json.dumps({"role": role, "working": True}), event="working")

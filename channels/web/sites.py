@@ -22,15 +22,16 @@ class Site:
 
 class Sites:
     def __init__(self, configured: Mapping[str, SiteSettings], *, own_origin: str) -> None:
+        own = _loopback_aliases(own_origin)
         self._sites = {
             name: Site(
                 name,
                 site.secret.get_secret_value() if site.secret is not None else None,
-                frozenset(site.origins) | {own_origin},
+                frozenset(site.origins) | own,
             )
             for name, site in configured.items()
         }
-        self._sites.setdefault(DEFAULT_SITE, Site(DEFAULT_SITE, None, frozenset({own_origin})))
+        self._sites.setdefault(DEFAULT_SITE, Site(DEFAULT_SITE, None, own))
         self._any_origin = frozenset().union(*(site.origins for site in self._sites.values()))
 
     def get(self, name: object) -> Site:
@@ -44,6 +45,17 @@ class Sites:
     def allows_somewhere(self, origin: str) -> bool:
         """Whether some site allows pages of this origin (CORS preflights name no site)."""
         return origin in self._any_origin
+
+
+def _loopback_aliases(origin: str) -> frozenset[str]:
+    """The gateway's own origin, and on a loopback address its other names too (a newcomer may
+    open http://localhost:8080 as well as http://127.0.0.1:8080)."""
+    scheme, _, rest = origin.partition("://")
+    host, _, port = rest.rpartition(":")
+    loopback = ("127.0.0.1", "localhost", "[::1]")
+    if host not in loopback or not port.isdigit():
+        return frozenset({origin})
+    return frozenset(f"{scheme}://{name}:{port}" for name in loopback)
 
 
 def check_origin(origin: str | None, site: Site) -> None:

@@ -39,7 +39,8 @@ async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web):
         while (last := await stream.next()).event != "working":
             pass
         assert last.data == {"role": "echo", "working": False}
-        order = [(e.event, e.data.get("working", e.data.get("text"))) for e in stream.events]
+        assert stream.events[0].event == "ready"
+        order = [(e.event, e.data.get("working", e.data.get("text"))) for e in stream.events[1:]]
         assert order == [
             ("timeline", "hello there"),
             ("working", True),  # the turn started ...

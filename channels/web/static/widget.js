@@ -1,0 +1,881 @@
+/*
+ * The Rolecall chat widget: one file, no build step, no dependencies.
+ *
+ *   <script src="https://gateway.example.com/widget.js" data-role="concierge" async></script>
+ *
+ * Optional attributes: data-site (default "default"), data-user-token (an HS256 JWT the host site
+ * signs for its signed-in user), data-open="true" (show the panel at once). The gateway is the
+ * origin of the script's src. The contract with the gateway is docs/widget.md.
+ *
+ * How it keeps the conversation exact:
+ *   - every event has a per-conversation `seq`; an event is rendered at most once (`shown`), in
+ *     seq order, whichever way it came (history, stream, the answer to a post);
+ *   - the stream resumes from `cursor`, the last seq that came from history or the stream itself —
+ *     never from the answer to our own post, since the stream may not have delivered the events
+ *     just before it yet;
+ *   - the browser's own reconnect sends Last-Event-ID; when it gives up (the stream answered an
+ *     error), we check the session, renew it if it expired, and open a new stream `after=cursor`.
+ *
+ * Everything the page shows from the gateway is set with textContent, never parsed as HTML.
+ */
+(() => {
+  "use strict";
+
+  const HISTORY_PAGE = 30;
+  const RECONNECT_FIRST_MS = 1000;
+  const RECONNECT_MAX_MS = 15000;
+  const NEAR_EDGE_PX = 48;
+  const CHANNEL_NAMES = { api: "API", slack: "Slack", email: "email" };
+
+  // document.currentScript is only set while this file first runs, so read it now.
+  const script = document.currentScript || findOwnScript();
+  if (!script || script.hasAttribute("data-rolecall-mounted")) return;
+  script.setAttribute("data-rolecall-mounted", "");
+
+  const config = readConfig(script);
+  if (!config.role) {
+    console.error("rolecall widget: the script tag needs a data-role attribute");
+    return;
+  }
+
+  function findOwnScript() {
+    const tags = document.querySelectorAll('script[src*="widget.js"][data-role]');
+    return Array.from(tags).find((tag) => !tag.hasAttribute("data-rolecall-mounted")) || null;
+  }
+
+  function readConfig(tag) {
+    const data = tag.dataset;
+    return {
+      gateway: new URL(tag.src, document.baseURI).origin,
+      role: (data.role || "").trim(),
+      site: (data.site || "default").trim(),
+      userToken: (data.userToken || "").trim() || null,
+      open: data.open === "true",
+    };
+  }
+
+  // --- talking to the gateway --------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, message, retryAfter) {
+      super(message);
+      this.status = status; // 0: the gateway could not be reached
+      this.code = code;
+      this.retryAfter = retryAfter; // seconds, for 429
+    }
+  }
+
+  async function request(method, path, { body, token } = {}) {
+    const headers = {};
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let response;
+    try {
+      response = await fetch(config.gateway + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "omit", // who the person is travels in tokens, never in cookies
+      });
+    } catch {
+      throw new ApiError(0, "unreachable", "The chat cannot be reached right now.");
+    }
+    const data = await response.json().catch(() => null);
+    if (response.ok) return data;
+    const error = (data && data.error) || {};
+    throw new ApiError(
+      response.status,
+      error.code || `http_${response.status}`,
+      error.message || `The chat answered ${response.status}.`,
+      retryAfterSeconds(response)
+    );
+  }
+
+  function retryAfterSeconds(response) {
+    // Readable across origins only when the gateway exposes the header (CORS).
+    const seconds = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+    return Number.isFinite(seconds) && seconds >= 0 ? seconds : null;
+  }
+
+  /** A call with the session token; an expired session is renewed once and the call retried. */
+  async function authorized(method, path, body) {
+    try {
+      return await request(method, path, { body, token: state.session.session_token });
+    } catch (error) {
+      if (error.code !== "session_expired") throw error;
+      await openSession();
+      return request(method, path, { body, token: state.session.session_token });
+    }
+  }
+
+  // --- who the person is -------------------------------------------------------------------------
+
+  const visitorKey = `rolecall:${config.gateway}:${config.site}:visitor`;
+
+  // localStorage throws when storage is disabled; the widget then works for this page view only.
+  const storage = {
+    get(key) {
+      try {
+        return window.localStorage.getItem(key);
+      } catch {
+        return null;
+      }
+    },
+    set(key, value) {
+      try {
+        window.localStorage.setItem(key, value);
+      } catch {
+        /* storage unavailable */
+      }
+    },
+    remove(key) {
+      try {
+        window.localStorage.removeItem(key);
+      } catch {
+        /* storage unavailable */
+      }
+    },
+  };
+
+  async function openSession() {
+    const body = { role: config.role, site: config.site };
+    if (config.userToken) body.user_token = config.userToken;
+    const visitor = storage.get(visitorKey);
+    if (visitor) body.visitor_token = visitor;
+    let session;
+    try {
+      session = await request("POST", "/widget/v1/sessions", { body });
+    } catch (error) {
+      if (error.code !== "invalid_visitor_token" || !visitor) throw error;
+      // A visitor token this gateway no longer accepts: carry on as a new visitor.
+      storage.remove(visitorKey);
+      delete body.visitor_token;
+      session = await request("POST", "/widget/v1/sessions", { body });
+    }
+    if (session.visitor_token) storage.set(visitorKey, session.visitor_token);
+    // Signed in: the visitor identity now belongs to the person, and is not to be offered again.
+    else if (visitor) storage.remove(visitorKey);
+    const previous = state.session;
+    state.session = session;
+    showRole(session.role);
+    // Linked into another person since the last session: theirs is the conversation now.
+    if (previous && previous.conversation !== session.conversation) {
+      switchConversation().catch(showError);
+    }
+  }
+
+  // --- state -------------------------------------------------------------------------------------
+
+  /** What the panel knows of the conversation it shows. */
+  function freshView() {
+    return {
+      shown: new Set(), // seqs already handled: nothing is rendered twice
+      messages: new Map(), // message id → its list item, for retractions
+      retracted: new Set(), // ids of retracted messages not loaded yet
+      cursor: 0, // the stream resumes after this seq
+      // Where paging back continues: before `oldest` in `conversation` (null: the session's).
+      paging: { conversation: null, rank: 0, oldest: null },
+      more: false, // older events exist there, in the mode we page in
+      predecessor: null, // the conversation before the one paged, once that one is all shown
+      archiveBefore: 0, // events before this seq are from before the last "start fresh"
+      freshSeq: null, // the seq of the latest "start fresh" marker (shown, though archived)
+      earlier: false, // archived events exist that are not shown
+      showingArchive: false, // the person asked for "show earlier"
+    };
+  }
+
+  const state = {
+    session: null,
+    started: false,
+    starting: null, // the promise of the first connection
+    ...freshView(),
+    loadingOlder: false,
+    sending: false,
+    sendNext: false, // Enter was pressed again while a message was on its way
+    stream: null,
+    reconnectDelay: RECONNECT_FIRST_MS,
+    reconnectTimer: null,
+  };
+
+  // --- the panel ---------------------------------------------------------------------------------
+
+  function el(tag, attributes = {}, text) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) {
+      if (value === false || value === null || value === undefined) continue;
+      node.setAttribute(name, value === true ? "" : String(value));
+    }
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // A custom element, so that host-page rules on div and friends cannot reach it; inline
+  // !important so that host-page rules on every element cannot hide it.
+  const host = document.createElement("rolecall-widget");
+  host.style.setProperty("display", "contents", "important");
+  host.setAttribute("data-role", config.role);
+  const root = host.attachShadow({ mode: "open" });
+
+  const ui = buildPanel();
+  root.append(el("style", {}, styles()), ui.launcher, ui.panel);
+
+  function buildPanel() {
+    const launcher = el("button", {
+      class: "launcher",
+      type: "button",
+      "aria-expanded": "false",
+      "aria-controls": "rolecall-panel",
+    });
+    const panel = el("section", { class: "panel", id: "rolecall-panel", hidden: true });
+    const title = el("h2", { class: "title", id: "rolecall-title" });
+    const fresh = el("button", { class: "fresh", type: "button" }, "Start fresh");
+    const close = el("button", { class: "close", type: "button", "aria-label": "Close chat" }, "×");
+    const header = el("header", { class: "header" });
+    header.append(title, fresh, close);
+
+    const log = el("div", {
+      class: "log",
+      role: "log",
+      "aria-live": "polite",
+      "aria-labelledby": "rolecall-title",
+      tabindex: "0",
+    });
+    const earlier = el("button", { class: "earlier", type: "button", hidden: true });
+    earlier.textContent = "Show earlier";
+    const list = el("ol", { class: "messages" });
+    log.append(earlier, list);
+
+    const working = el("p", { class: "working", "aria-hidden": "true", hidden: true });
+    const error = el("p", { class: "error", hidden: true });
+    const status = el("p", { class: "visually-hidden", role: "status", "aria-live": "polite" });
+
+    const composer = el("form", { class: "composer" });
+    const label = el("label", { class: "visually-hidden", for: "rolecall-text" });
+    const text = el("textarea", {
+      id: "rolecall-text",
+      rows: "2",
+      placeholder: "Write a message…",
+      autocomplete: "off",
+      "aria-describedby": "rolecall-hint",
+    });
+    const hint = el(
+      "span",
+      { class: "visually-hidden", id: "rolecall-hint" },
+      "Enter sends, Shift+Enter starts a new line."
+    );
+    const send = el("button", { class: "send", type: "submit" }, "Send");
+    composer.append(label, text, hint, send);
+
+    panel.append(header, log, working, error, status, composer);
+    return {
+      launcher,
+      panel,
+      title,
+      fresh,
+      close,
+      log,
+      earlier,
+      list,
+      working,
+      error,
+      status,
+      label,
+      text,
+      send,
+      composer,
+    };
+  }
+
+  function showRole(role) {
+    const name = (role && role.display_name) || config.role;
+    ui.title.textContent = name;
+    ui.panel.setAttribute("aria-label", `Chat with ${name}`);
+    ui.label.textContent = `Message ${name}`;
+    ui.working.textContent = `${name} is working…`;
+    ui.launcher.textContent = `Chat with ${name}`; // aria-expanded says whether it is open
+  }
+
+  function isOpen() {
+    return !ui.panel.hidden;
+  }
+
+  function setOpen(open, { focus = false } = {}) {
+    ui.panel.hidden = !open;
+    ui.launcher.setAttribute("aria-expanded", String(open));
+    showRole(state.session && state.session.role);
+    if (open) {
+      start(); // the widget costs the gateway nothing until it is first opened
+      if (focus) ui.text.focus();
+      scrollToEnd();
+    } else if (focus) {
+      ui.launcher.focus();
+    }
+  }
+
+  // --- rendering events --------------------------------------------------------------------------
+
+  function channelTag(event) {
+    const person = typeof event.author === "string" && event.author.startsWith("person:");
+    if (!person || !event.channel || event.channel === "web") return null;
+    return `via ${CHANNEL_NAMES[event.channel] || event.channel}`;
+  }
+
+  function formatTime(at) {
+    const date = new Date(at);
+    if (Number.isNaN(date.getTime())) return "";
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function renderMessage(event) {
+    const item = el("li", {
+      class: `message ${event.mine ? "mine" : "theirs"}`,
+      "data-seq": event.seq,
+      "data-id": event.id,
+      "data-author": event.author,
+    });
+    const meta = el("p", { class: "meta" });
+    const author = event.mine ? "You" : event.author_name || event.author;
+    meta.append(el("span", { class: "author" }, author));
+    const via = channelTag(event);
+    if (via) meta.append(el("span", { class: "via" }, via));
+    meta.append(el("time", { datetime: event.at }, formatTime(event.at)));
+    item.append(meta, el("p", { class: "text" }, event.text || ""));
+    if (event.retracted || state.retracted.has(event.id)) markRetracted(item);
+    return item;
+  }
+
+  function renderNotice(event) {
+    const text = event.fresh ? "Started fresh" : event.text || "";
+    const fresh = Boolean(event.fresh);
+    return el("li", { class: "notice", "data-seq": event.seq, "data-fresh": fresh }, text);
+  }
+
+  function markRetracted(item) {
+    if (item.dataset.retracted === "true") return;
+    item.dataset.retracted = "true";
+    item.querySelector(".text").textContent = "This message was retracted";
+  }
+
+  function retract(messageId) {
+    const item = state.messages.get(messageId);
+    if (item) markRetracted(item);
+    else state.retracted.add(messageId); // its message is older than what is loaded
+  }
+
+  /*
+   * Where an event goes: by `rank`, then `seq`. Rank 0 is the session's conversation; -1 the
+   * conversation before it (a predecessor kept when two people were linked into one), -2 the one
+   * before that, and so on. A seq is only unique within its conversation.
+   */
+  function comesAfter(item, rank, seq) {
+    const itemRank = Number(item.dataset.rank);
+    return itemRank > rank || (itemRank === rank && Number(item.dataset.seq) > seq);
+  }
+
+  /** Keep the list in order whatever order events come in. */
+  function insertInOrder(item, rank, seq) {
+    const last = ui.list.lastElementChild;
+    if (last && comesAfter(last, rank, seq)) {
+      const next = Array.from(ui.list.children).find((child) => comesAfter(child, rank, seq));
+      ui.list.insertBefore(item, next);
+    } else {
+      ui.list.append(item);
+    }
+  }
+
+  /** Render one event unless it was handled already (the same seq can come from several paths). */
+  function addEvent(event, rank = 0) {
+    if (!event || typeof event.seq !== "number") return;
+    const key = `${rank}:${event.seq}`;
+    if (state.shown.has(key)) {
+      if (event.kind === "message" && event.retracted) retract(event.id);
+      return;
+    }
+    state.shown.add(key);
+    const paging = state.paging;
+    if (rank === paging.rank && (paging.oldest === null || event.seq < paging.oldest)) {
+      paging.oldest = event.seq;
+    }
+    if (event.kind === "retraction") {
+      retract(event.target);
+      return;
+    }
+    let item = null;
+    if (event.kind === "message") {
+      item = renderMessage(event);
+      state.messages.set(event.id, item);
+    } else if (event.kind === "system") {
+      item = renderNotice(event);
+    }
+    if (!item) return; // other kinds (membership changes) are not shown in the widget
+    item.dataset.rank = rank;
+    insertInOrder(item, rank, event.seq);
+    if (event.kind === "system" && event.fresh && rank === 0) archiveBefore(event);
+    else item.hidden = isArchived(rank, event.seq);
+  }
+
+  function isArchived(rank, seq) {
+    if (state.showingArchive) return false;
+    if (rank < 0) return true; // an earlier conversation is all archive
+    return seq < state.archiveBefore && seq !== state.freshSeq;
+  }
+
+  /** A "start fresh" marker: what came before it goes behind "Show earlier". */
+  function archiveBefore(marker) {
+    if (marker.seq < (state.freshSeq || 0)) return; // an old marker, paged in from the archive
+    state.freshSeq = marker.seq;
+    const boundary = Math.max(marker.archive_before || marker.seq, marker.seq);
+    hideBefore(boundary);
+  }
+
+  function hideBefore(boundary) {
+    if (boundary <= state.archiveBefore) return;
+    state.archiveBefore = boundary;
+    state.showingArchive = false;
+    state.more = false; // the new session has nothing older; the rest is the archive
+    let hid = false;
+    for (const item of ui.list.children) {
+      item.hidden = isArchived(Number(item.dataset.rank), Number(item.dataset.seq));
+      hid = hid || item.hidden;
+    }
+    state.earlier = state.earlier || hid;
+    ui.earlier.hidden = !state.earlier;
+  }
+
+  // --- scrolling ---------------------------------------------------------------------------------
+
+  function nearEnd() {
+    const log = ui.log;
+    return log.scrollHeight - log.scrollTop - log.clientHeight < NEAR_EDGE_PX;
+  }
+
+  function scrollToEnd() {
+    ui.log.scrollTop = ui.log.scrollHeight;
+  }
+
+  /** Prepend older events without the messages being read jumping away. */
+  function keepingPosition(change) {
+    const fromEnd = ui.log.scrollHeight - ui.log.scrollTop;
+    change();
+    ui.log.scrollTop = ui.log.scrollHeight - fromEnd;
+  }
+
+  function onScroll() {
+    if (ui.log.scrollTop < NEAR_EDGE_PX && canPageBack()) loadOlder();
+  }
+
+  // --- history -----------------------------------------------------------------------------------
+
+  function historyPath(params) {
+    return `/widget/v1/history?${new URLSearchParams(params)}`;
+  }
+
+  /** The newest page: what the conversation holds now, and where the stream starts. */
+  async function loadLatest() {
+    const page = await authorized("GET", historyPath({ limit: HISTORY_PAGE }));
+    state.archiveBefore = Math.max(state.archiveBefore, page.archive_before || 0);
+    for (const event of page.events) addEvent(event);
+    state.more = Boolean(page.more);
+    state.predecessor = page.predecessor || null;
+    state.earlier = Boolean(page.earlier);
+    ui.earlier.hidden = !state.earlier;
+    const newest = page.events.reduce((max, event) => Math.max(max, event.seq), 0);
+    state.cursor = Math.max(state.cursor, newest, state.session.last_seq || 0);
+    scrollToEnd();
+    await fillView();
+  }
+
+  /** Older events to page in: of this conversation, or (archive only) of the one before it. */
+  function canPageBack() {
+    return state.more || (state.showingArchive && state.predecessor !== null);
+  }
+
+  /** Page back until the list can scroll (a short page would never get a scroll event). */
+  async function fillView() {
+    for (let pages = 0; pages < 5 && canPageBack(); pages += 1) {
+      if (ui.log.scrollHeight > ui.log.clientHeight) return;
+      await loadOlder();
+    }
+  }
+
+  async function loadOlder() {
+    if (state.loadingOlder) return;
+    state.loadingOlder = true;
+    try {
+      if (!state.more && state.showingArchive && state.predecessor) {
+        // This conversation is all shown: go on into the one before it.
+        const rank = state.paging.rank - 1;
+        state.paging = { conversation: state.predecessor, rank, oldest: null };
+        state.predecessor = null;
+      }
+      const { conversation, rank, oldest } = state.paging;
+      const params = { limit: HISTORY_PAGE };
+      if (oldest !== null) params.before = oldest;
+      if (state.showingArchive) params.archived = "true";
+      if (conversation) params.conversation = conversation;
+      const page = await authorized("GET", historyPath(params));
+      keepingPosition(() => page.events.forEach((event) => addEvent(event, rank)));
+      state.more = Boolean(page.more);
+      state.predecessor = page.predecessor || null;
+    } catch (error) {
+      showError(error);
+    } finally {
+      state.loadingOlder = false;
+    }
+  }
+
+  async function showEarlier() {
+    state.showingArchive = true;
+    state.earlier = false;
+    // Ask again from where paging stopped, archive included: the archive comes before any
+    // earlier conversation.
+    state.more = true;
+    ui.earlier.hidden = true;
+    ui.log.focus(); // the button that had focus is gone
+    keepingPosition(() => {
+      for (const item of ui.list.children) item.hidden = false;
+    });
+    await loadOlder();
+    await fillView();
+    setStatus("Earlier messages shown");
+  }
+
+  /** Forget what is shown, and show the session's conversation from its newest page. */
+  async function switchConversation() {
+    closeStream();
+    ui.list.replaceChildren();
+    Object.assign(state, freshView());
+    await loadLatest();
+    openStream();
+  }
+
+  // --- the live stream ---------------------------------------------------------------------------
+
+  function openStream() {
+    closeStream();
+    const params = new URLSearchParams({
+      token: state.session.session_token,
+      after: String(state.cursor),
+    });
+    const source = new EventSource(`${config.gateway}/widget/v1/stream?${params}`);
+    state.stream = source;
+    source.addEventListener("open", () => {
+      state.reconnectDelay = RECONNECT_FIRST_MS;
+      clearError("connection");
+    });
+    source.addEventListener("timeline", (message) => {
+      const event = parseData(message);
+      if (!event) return;
+      const follow = nearEnd();
+      state.cursor = Math.max(state.cursor, event.seq);
+      addEvent(event);
+      if (follow) scrollToEnd();
+    });
+    source.addEventListener("working", (message) => {
+      const data = parseData(message);
+      if (data) setWorking(Boolean(data.working));
+    });
+    source.addEventListener("error", () => {
+      if (source !== state.stream) return;
+      setWorking(false);
+      showError({ code: "connection", message: "Connection lost — reconnecting…" });
+      // CONNECTING: the browser retries by itself, with Last-Event-ID. CLOSED: it gave up.
+      if (source.readyState === EventSource.CLOSED) scheduleReconnect();
+    });
+  }
+
+  function parseData(message) {
+    try {
+      return JSON.parse(message.data);
+    } catch {
+      return null;
+    }
+  }
+
+  function closeStream() {
+    if (state.stream) state.stream.close();
+    state.stream = null;
+  }
+
+  function scheduleReconnect() {
+    closeStream();
+    clearTimeout(state.reconnectTimer);
+    const delay = state.reconnectDelay;
+    state.reconnectDelay = Math.min(delay * 2, RECONNECT_MAX_MS);
+    state.reconnectTimer = setTimeout(reconnect, delay);
+  }
+
+  async function reconnect() {
+    try {
+      // The stream cannot say why it failed; a small request can (and renews an expired session).
+      await authorized("GET", historyPath({ limit: 1 }));
+      openStream();
+    } catch (error) {
+      if (error.status === 0 || error.status >= 500) {
+        scheduleReconnect();
+      } else {
+        showError(error); // e.g. the user token expired: only the host page can fix that
+      }
+    }
+  }
+
+  function setWorking(working) {
+    ui.working.hidden = !working;
+    setStatus(working ? ui.working.textContent : "");
+  }
+
+  // --- errors and status -------------------------------------------------------------------------
+
+  function describe(error) {
+    if (error.code === "rate_limited" || error.status === 429) {
+      return error.retryAfter !== null && error.retryAfter !== undefined
+        ? `Slow down — try again in ${error.retryAfter} s.`
+        : "Slow down — try again in a moment.";
+    }
+    if (error.status === 413) return "That message is too long — 4,000 characters at most.";
+    return error.message || "Something went wrong.";
+  }
+
+  function showError(error) {
+    const text = describe(error);
+    ui.error.textContent = text;
+    ui.error.dataset.code = error.code || "";
+    ui.error.hidden = false;
+    setStatus(text);
+  }
+
+  /** Clear the error shown, or only one of this code. */
+  function clearError(code) {
+    if (code && ui.error.dataset.code !== code) return;
+    ui.error.textContent = "";
+    ui.error.hidden = true;
+  }
+
+  function setStatus(text) {
+    ui.status.textContent = text;
+  }
+
+  // --- what the person does ----------------------------------------------------------------------
+
+  /**
+   * Send what the composer holds. The text leaves the composer only once the gateway has it, so
+   * nothing typed is lost to an error. Enter pressed while a message is on its way sends the
+   * composer's new text right after it (and nothing when it is the same text, sent already).
+   */
+  async function send() {
+    const text = ui.text.value;
+    if (!text.trim()) return;
+    if (state.sending) {
+      state.sendNext = true;
+      return;
+    }
+    state.sending = true;
+    state.sendNext = false;
+    ui.send.setAttribute("aria-disabled", "true");
+    let sent = false;
+    try {
+      await state.starting; // typed before the session was ready: send once it is
+      if (!state.session) return; // starting failed, and said why
+      const answer = await authorized("POST", "/widget/v1/messages", { text });
+      sent = true;
+      const value = ui.text.value; // keep whatever was typed while it was on its way
+      ui.text.value = value.startsWith(text) ? value.slice(text.length).trimStart() : value;
+      clearError();
+      addEvent(answer.event);
+      scrollToEnd();
+    } catch (error) {
+      showError(error); // the text stays in the composer
+    } finally {
+      state.sending = false;
+      ui.send.removeAttribute("aria-disabled");
+    }
+    if (sent && state.sendNext) send();
+  }
+
+  async function startFresh() {
+    if (!state.session) return;
+    try {
+      const answer = await authorized("POST", "/widget/v1/fresh");
+      clearError();
+      // The marker follows on the stream; hide what it archives at once.
+      if (answer && answer.archive_before) hideBefore(answer.archive_before);
+      setStatus("Started fresh");
+    } catch (error) {
+      showError(error);
+    }
+  }
+
+  /** Session, newest history, stream: once, when the panel first opens. */
+  function start() {
+    if (!state.started) {
+      state.started = true;
+      state.starting = connect();
+    }
+    return state.starting;
+  }
+
+  async function connect() {
+    try {
+      await openSession();
+      await loadLatest();
+      openStream();
+    } catch (error) {
+      showError(error);
+      // Unreachable or failing gateway: try again later. A refusal (4xx) stands until reload.
+      if (error.status === 0 || error.status >= 500) {
+        state.started = false;
+        clearTimeout(state.reconnectTimer);
+        state.reconnectTimer = setTimeout(() => {
+          if (isOpen()) start();
+        }, state.reconnectDelay);
+        state.reconnectDelay = Math.min(state.reconnectDelay * 2, RECONNECT_MAX_MS);
+      }
+    }
+  }
+
+  function wire() {
+    ui.launcher.addEventListener("click", () => setOpen(!isOpen(), { focus: true }));
+    ui.close.addEventListener("click", () => setOpen(false, { focus: true }));
+    ui.panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") setOpen(false, { focus: true });
+    });
+    ui.fresh.addEventListener("click", startFresh);
+    ui.earlier.addEventListener("click", showEarlier);
+    ui.log.addEventListener("scroll", onScroll, { passive: true });
+    ui.composer.addEventListener("submit", (event) => {
+      event.preventDefault();
+      send();
+    });
+    ui.text.addEventListener("keydown", (event) => {
+      // Enter sends; Shift+Enter is a new line; Enter that ends an IME composition is neither.
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      send();
+    });
+  }
+
+  function mount() {
+    document.body.append(host);
+    wire();
+    showRole(null);
+    setOpen(config.open);
+  }
+
+  // The styles live in the shadow root: the host page's CSS cannot reach in, nor this out.
+  function styles() {
+    return `
+:host { all: initial; }
+[hidden] { display: none !important; }
+* { box-sizing: border-box; }
+.visually-hidden {
+  position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0;
+  overflow: hidden; clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap;
+}
+button, textarea { font: inherit; color: inherit; }
+:focus-visible { outline: 3px solid #f5b400; outline-offset: 2px; }
+
+.launcher, .panel {
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  color: #1c1d22; z-index: 2147483000;
+}
+.launcher {
+  position: fixed; right: 20px; bottom: 20px; padding: 12px 18px;
+  border: 0; border-radius: 999px; background: #2845b8; color: #fff;
+  font-weight: 600; cursor: pointer; box-shadow: 0 4px 14px rgba(20, 30, 80, .3);
+}
+.launcher:hover { background: #1f3796; }
+.panel {
+  position: fixed; right: 20px; bottom: 80px; display: flex; flex-direction: column;
+  width: 380px; max-width: calc(100vw - 40px); height: min(600px, calc(100vh - 100px));
+  background: #fff; border: 1px solid #d6d8e0; border-radius: 14px; overflow: hidden;
+  box-shadow: 0 10px 40px rgba(20, 30, 80, .25);
+}
+
+.header {
+  display: flex; align-items: center; gap: 8px; padding: 10px 12px;
+  background: #2845b8; color: #fff;
+}
+.title {
+  flex: 1; margin: 0; font-size: 16px; font-weight: 600;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+}
+.header button {
+  padding: 4px 10px; border: 1px solid rgba(255, 255, 255, .6); border-radius: 8px;
+  background: transparent; color: #fff; cursor: pointer;
+}
+.header button:hover { background: rgba(255, 255, 255, .15); }
+.header .close { padding: 2px 10px 4px; font-size: 20px; line-height: 1; }
+
+.log {
+  flex: 1; overflow-y: auto; overscroll-behavior: contain; padding: 12px; background: #f7f8fb;
+}
+.earlier {
+  display: block; margin: 0 auto 10px; padding: 6px 14px; cursor: pointer;
+  border: 1px solid #2845b8; border-radius: 999px; background: #fff; color: #2845b8;
+}
+.messages {
+  display: flex; flex-direction: column; gap: 8px; margin: 0; padding: 0; list-style: none;
+}
+.message {
+  max-width: 85%; padding: 8px 12px;
+  border: 1px solid #e1e3ea; border-radius: 12px; background: #fff;
+}
+.message.mine { align-self: flex-end; background: #e3e9ff; border-color: #c9d4fb; }
+.message.theirs { align-self: flex-start; }
+.meta {
+  display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px; margin: 0 0 2px;
+  font-size: 12px; color: #51545f;
+}
+.author { font-weight: 600; color: #2b2d35; }
+.via { padding: 0 6px; border-radius: 6px; background: #fff3c4; color: #5a4300; }
+.text { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.message[data-retracted="true"] .text { font-style: italic; color: #62656f; }
+.notice {
+  align-self: center; padding: 2px 10px; border-radius: 999px;
+  font-size: 12px; color: #51545f; background: #eceef4;
+}
+
+.working { margin: 0; padding: 4px 14px; font-size: 13px; color: #51545f; background: #f7f8fb; }
+.error {
+  margin: 0; padding: 8px 14px; font-size: 14px;
+  color: #8a1111; background: #fdecec; border-top: 1px solid #f3c4c4;
+}
+.composer {
+  display: flex; gap: 8px; padding: 10px; border-top: 1px solid #e1e3ea; background: #fff;
+}
+.composer textarea {
+  flex: 1; min-height: 44px; max-height: 140px; resize: vertical; padding: 8px 10px;
+  border: 1px solid #a9adbb; border-radius: 10px; background: #fff;
+}
+.composer textarea:focus { border-color: #2845b8; }
+.send {
+  align-self: flex-end; min-height: 44px; padding: 0 16px; border: 0; border-radius: 10px;
+  background: #2845b8; color: #fff; font-weight: 600; cursor: pointer;
+}
+.send[aria-disabled="true"] { opacity: .6; }
+
+/* A phone: the open panel is the whole screen, and the launcher would only cover it. */
+@media (max-width: 480px) {
+  .panel {
+    inset: 0; width: 100%; max-width: none; height: 100%; border: 0; border-radius: 0;
+  }
+  .launcher[aria-expanded="true"] { display: none; }
+}
+@media (prefers-color-scheme: dark) {
+  .panel { background: #1c1d22; color: #eceef4; border-color: #3a3d48; }
+  .log, .working { background: #23252c; color: #c9ccd6; }
+  .message, .composer, .composer textarea {
+    background: #2b2d35; border-color: #3a3d48; color: #eceef4;
+  }
+  .message.mine { background: #2c3a73; border-color: #3d4c8c; }
+  .meta, .message[data-retracted="true"] .text { color: #b4b7c2; }
+  .author { color: #eceef4; }
+  .notice { background: #2b2d35; color: #c9ccd6; }
+  .earlier { background: #23252c; color: #aebfff; border-color: #aebfff; }
+}
+`;
+  }
+
+  if (document.body) mount();
+  else document.addEventListener("DOMContentLoaded", mount, { once: true });
+})();
