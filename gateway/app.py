@@ -32,12 +32,13 @@ import itertools
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from time import perf_counter
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
 from core.bus import CommittedEvents
 from core.host import HostLimits, RunHost
@@ -58,7 +59,7 @@ from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
 from gateway.roles import ROLES_KEY, configured_roles
 from gateway.roles import routes as role_routes
-from gateway.settings import Settings
+from gateway.settings import Settings, named_secrets
 
 API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -78,11 +79,14 @@ def build_app(
     api_token: str,
     roles: Mapping[str, Role] | None = None,
     runtimes: Runtimes | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> web.Application:
     """The gateway's application; the database is opened when it starts, not here.
 
     `roles` defaults to the manifests in `settings.roles_dir` (a bad one raises `ManifestError`,
-    as does a role no runtime here can back); `runtimes` to the built-in agents.
+    as does a role no runtime here can back, or a Slack app whose secrets are not set);
+    `runtimes` to the built-in agents; `secrets` (the settings manifests name) to the
+    environment's.
     """
     runtimes = runtimes or Runtimes()
     known = dict(roles) if roles is not None else configured_roles(settings)
@@ -111,7 +115,19 @@ def build_app(
     app.add_routes(person_routes.routes)
     mcp_endpoint.add_routes(app)
     web_channel.add_routes(app, settings)
+    if secrets is None:
+        secrets = named_secrets(_secret_names(known.values()))
+    slack_channel.add_routes(app, settings, known, secrets)
     return app
+
+
+def _secret_names(roles: Iterable[Role]) -> set[str]:
+    names: set[str] = set()
+    for role in roles:
+        if role.slack is not None:
+            slack = role.slack
+            names |= {n for n in (slack.signing_secret, slack.bot_token, slack.app_token) if n}
+    return names
 
 
 async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -66,6 +67,10 @@ class Settings(BaseSettings):
     retry_backoff: float = Field(default=0.5, ge=0, le=600)
     sites: dict[str, SiteSettings] = Field(default_factory=dict)
     widget_key: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    """Slack's Web API; the tests point it at a fake server on 127.0.0.1."""
+    slack_pace: float = Field(default=1.0, ge=0, le=60)
+    """Seconds between two posts to one Slack channel."""
     widget_post_rate: float = Field(default=30, gt=0, le=100_000)
     """Messages a minute one identity may post from the widget (with a burst of 10)."""
 
@@ -188,3 +193,10 @@ def _secret_file(path: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(token + "\n")
     return token
+
+
+def named_secrets(names: Iterable[str]) -> dict[str, str]:
+    """The values of settings that manifests name (a Slack app's tokens, say), read from the
+    environment once at start; missing ones are simply absent (the manifest's check names
+    them)."""
+    return {name: os.environ[name] for name in names if name in os.environ}

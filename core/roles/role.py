@@ -13,6 +13,11 @@
     max_concurrent_turns: 8         # turns of this role running at once, across threads
     idle_sleep_after: 300           # seconds a session may sit unused before it is put to sleep
     turn_timeout: 120               # seconds a turn may take before it fails
+    slack:                          # optional: the role's Slack app (docs/slack.md)
+      mode: http                    # http (Events API at /slack/<name>/events) or socket
+      signing_secret: SLACK_CONCIERGE_SIGNING_SECRET  # names of the settings holding the
+      bot_token: SLACK_CONCIERGE_BOT_TOKEN            # secrets, never the secrets themselves
+      app_token: SLACK_CONCIERGE_APP_TOKEN            # socket mode only
 
 Unknown fields are errors (a typo must not be silently ignored).
 """
@@ -22,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.participants import MAX_NAME_LENGTH, Address
 
@@ -41,6 +46,43 @@ class BuiltinRuntime(BaseModel):
 
 Runtime = BuiltinRuntime
 
+_SETTING = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _setting_name(value: str | None) -> str | None:
+    if value is not None and not _SETTING.fullmatch(value):
+        raise ValueError(
+            "must be the NAME of the setting (environment variable) that holds the secret, "
+            "like SLACK_CONCIERGE_BOT_TOKEN — never the secret itself"
+        )
+    return value
+
+
+class SlackApp(BaseModel):
+    """The role's Slack app: how Slack reaches it, and which settings hold its secrets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["http", "socket"] = "http"
+    signing_secret: str | None = None
+    """Setting holding the app's signing secret (HTTP mode: every request is verified)."""
+    bot_token: str
+    """Setting holding the bot token (`xoxb-…`) of the workspace the app is installed in."""
+    app_token: str | None = None
+    """Setting holding the app-level token (`xapp-…`) Socket Mode connects with."""
+
+    _names = field_validator("signing_secret", "bot_token", "app_token")(
+        classmethod(lambda cls, value: _setting_name(value))
+    )
+
+    @model_validator(mode="after")
+    def _mode_needs(self) -> SlackApp:
+        if self.mode == "http" and self.signing_secret is None:
+            raise ValueError("mode http needs signing_secret (the setting holding it)")
+        if self.mode == "socket" and self.app_token is None:
+            raise ValueError("mode socket needs app_token (the setting holding it)")
+        return self
+
 
 class Role(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -54,6 +96,7 @@ class Role(BaseModel):
     max_concurrent_turns: Annotated[int, Field(ge=1, le=10_000)] = 8
     idle_sleep_after: Annotated[float, Field(gt=0, le=7 * 86_400)] = 300.0
     turn_timeout: Annotated[float, Field(gt=0, le=86_400)] = 120.0
+    slack: SlackApp | None = None
 
     @field_validator("name")
     @classmethod

@@ -27,6 +27,7 @@ from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
 from core.storage.people import SqlPeopleRepository
 from core.storage.repository import ThreadRepository
+from core.storage.slack_store import SqlSlackRepository
 from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
 from core.storage.subscriptions import SqlSubscriptionRepository
@@ -54,6 +55,7 @@ class Database:
     tasks: SqlTaskRepository
     subscriptions: SqlSubscriptionRepository
     people: SqlPeopleRepository
+    slack: SqlSlackRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -105,6 +107,7 @@ async def open_database(
         tasks=SqlTaskRepository(reads, writer),
         subscriptions=SqlSubscriptionRepository(reads, writer),
         people=SqlPeopleRepository(reads, writer),
+        slack=SqlSlackRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

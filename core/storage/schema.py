@@ -295,5 +295,52 @@ thread_predecessors = Table(
     Column("created_at", BigInteger, nullable=False),
 )
 
+# --- the Slack channel (channels/slack) --------------------------------------------------------
+
+slack_events = Table(
+    "slack_events",
+    metadata,
+    # Every Events API delivery handled, by Slack's event_id: a retry is recognised, and so is a
+    # delivery to another replica or after a restart.
+    Column("event_id", String(64), primary_key=True),
+    Column("role", String(64), nullable=False),
+    Column("received_at", BigInteger, nullable=False),
+    Index(None, "received_at"),
+)
+
+slack_conversations = Table(
+    "slack_conversations",
+    metadata,
+    # A DM (or group DM) of a role's Slack app and the thread it is.
+    Column("role", String(64), primary_key=True),
+    Column("team_id", String(32), primary_key=True),
+    Column("channel_id", String(32), primary_key=True),
+    Column("thread_id", String(32), ForeignKey("threads.id"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "role", "thread_id"),
+)
+
+slack_messages = Table(
+    "slack_messages",
+    metadata,
+    # Which Slack message (`ts` in a channel) is which timeline message, both ways.
+    Column("role", String(64), primary_key=True),
+    Column("channel_id", String(32), primary_key=True),
+    Column("ts", String(32), primary_key=True),
+    Column("message_id", String(32), nullable=False),
+    Column("thread_ts", String(32)),
+    Column("outbound", Boolean, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "role", "message_id", unique=True),
+)
+
+slack_cursors = Table(
+    "slack_cursors",
+    metadata,
+    # How far a role's Slack delivery has posted, as a position of the event stream.
+    Column("role", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+)
+
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

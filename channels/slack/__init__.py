@@ -1,0 +1,9 @@
+"""Slack: each role is a Slack app whose bot a person DMs; the DM is their conversation with the
+role, the same conversation they have in the widget (docs/slack.md).
+
+    apps.py       one slack-bolt app per role, configured explicitly (no environment, no files)
+    inbound.py    Slack events into the timeline: messages, edits, deletions, DM commands
+    delivery.py   the timeline into Slack: the role's messages, others' as quoted context,
+                  retractions as deletions, "working…" while a turn runs
+    routes.py     wiring: /slack/{role}/events, Socket Mode, the delivery workers
+"""

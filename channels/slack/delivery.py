@@ -1,0 +1,285 @@
+"""The timeline into Slack: one delivery worker per role's Slack app.
+
+The worker reads committed events after its own cursor (a position of the event stream, kept in
+the database) and acts on those of conversations bound to a DM:
+
+- the role's message is posted — in the Slack thread of the person's message it answers, at the
+  top level when it is an initiative message (it has a `context`) or answers nothing from Slack;
+- a message a person wrote in another channel (the widget, the API) is posted as quoted context,
+  so the DM stays a complete record; people's own Slack messages are already there;
+- a retraction of a message we posted deletes it (`chat.delete`), or, when Slack refuses,
+  replaces its text with a retraction notice;
+- the gateway's notes ("a fresh session started", "the role did not answer") are posted in italics.
+
+The cursor moves past a message only in the transaction that records its Slack `ts`, after Slack
+accepted the post: a restart re-posts nothing Slack has and loses nothing it has not. A post
+whose answer never came (a timeout) is looked for in the channel's history, by the message id
+in its metadata, before it is posted again. Posts to one channel are paced (`pace` seconds
+apart); 429s are waited out by the SDK's retry handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core.errors import NotFound
+from core.participants import Address, ParticipantKind, kind_of
+from core.roles import Role
+from core.storage.database import Database
+from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
+from core.tasks import TaskEvent
+from core.timeline import AnyEvent, Message, Retraction, SystemNote, ThreadId
+
+log = logging.getLogger("rolecall.slack")
+
+PAGE = 200
+METADATA_TYPE = "rolecall_message"
+RETRACTED_NOTICE = "_This message was retracted._"
+POST_ATTEMPTS = 5
+RETRY_PAUSE = 1.0
+PERMANENT = frozenset(
+    {"channel_not_found", "not_in_channel", "is_archived", "account_inactive", "invalid_auth"}
+)
+"""Slack's answers that no retry changes: the message is skipped (and logged)."""
+ANSWERED_LOOKBACK = 50
+"""Timeline events looked back through for the person's Slack message a reply answers."""
+
+
+@dataclass
+class _Post:
+    text: str
+    thread_ts: str | None
+
+
+class Delivery:
+    def __init__(
+        self, role: Role, database: Database, client: AsyncWebClient, *, pace: float = 1.0
+    ) -> None:
+        self.role = role
+        self._db = database
+        self._client = client
+        self._pace = pace
+        self._bindings: dict[ThreadId, SlackBinding] = {}
+        self._last_post: dict[str, float] = {}
+        self._heard: dict[ThreadId, str] = {}
+        """The ts of the latest Slack message heard in each conversation (for "working…")."""
+        self._names: dict[Address, str] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.cursor = 0
+        """Events up to this position have been delivered."""
+        self._stored = 0
+        """The cursor as the database has it."""
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for binding in await self._db.slack.bindings(self.role.name):
+            self._bindings[binding.thread_id] = binding
+        cursor = await self._db.slack.cursor(self.role.name)
+        if cursor is None:  # the first start: what was said before is not news to Slack
+            cursor = await self._db.threads.head()
+            await self._db.slack.advance(self.role.name, cursor)
+        self.cursor = self._stored = cursor
+        self._wake.set()
+        self._task = asyncio.create_task(self._run(), name=f"rolecall-slack-{self.role.name}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # --- what it is told ----------------------------------------------------------------------
+
+    def bound(self, binding: SlackBinding) -> None:
+        """A DM is (now) this conversation."""
+        for thread_id, known in list(self._bindings.items()):
+            if known.channel_id == binding.channel_id and known.team_id == binding.team_id:
+                del self._bindings[thread_id]
+        self._bindings[binding.thread_id] = binding
+        self._wake.set()
+
+    def heard(self, thread_id: ThreadId, ts: str) -> None:
+        self._heard[thread_id] = ts
+
+    def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:
+        if any(event.thread_id in self._bindings for event in events):
+            self._wake.set()
+
+    def on_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
+        """Show "working…" in the DM while the role's turn runs (Slack's assistant status)."""
+        binding = self._bindings.get(thread_id)
+        ts = self._heard.get(thread_id)
+        if role != self.role.name or binding is None or ts is None:
+            return
+        status = f"{self.role.display_name} is working…" if working else ""
+        asyncio.get_running_loop().create_task(self._status(binding.channel_id, ts, status))
+
+    async def _status(self, channel: str, thread_ts: str, status: str) -> None:
+        try:
+            await self._client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=thread_ts, status=status
+            )
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
+            log.debug("slack status not shown: %s", error)
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._drain()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the cursor has not moved: the next wake tries again
+                log.exception("slack delivery of role %s stopped short", self.role.name)
+                await asyncio.sleep(RETRY_PAUSE)
+                self._wake.set()
+
+    async def _drain(self) -> None:
+        while True:
+            page = await self._db.threads.events_since(self.cursor, limit=PAGE)
+            if not page.events:
+                return
+            for event in page.events:
+                binding = self._bindings.get(event.thread_id)
+                if binding is not None:
+                    await self._deliver(binding, event)
+                self.cursor = event.position
+            if self.cursor > self._stored:  # past events that needed no post
+                await self._db.slack.advance(self.role.name, self.cursor)
+                self._stored = self.cursor
+
+    async def _deliver(self, binding: SlackBinding, event: AnyEvent) -> None:
+        if isinstance(event, Retraction):
+            await self._retract(event)
+            return
+        post = await self._post_for(event)
+        if post is None:
+            return
+        ts = await self._send(binding.channel_id, event, post)
+        if ts is not None:  # its ts and the cursor past it, in one transaction
+            await self._db.slack.posted(
+                PostedToSlack(
+                    self.role.name, event.id, binding.channel_id, ts, post.thread_ts, event.position
+                )
+            )
+            self._stored = event.position
+
+    # --- what each event becomes --------------------------------------------------------------
+
+    async def _post_for(self, event: AnyEvent) -> _Post | None:
+        if isinstance(event, SystemNote):
+            return _Post(f"_{event.text}_", None)
+        if not isinstance(event, Message) or event.retracted:
+            return None
+        if event.author == self.role.address:
+            thread_ts = None if event.context is not None else await self._answered(event)
+            return _Post(event.text, thread_ts)
+        if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
+            return None  # said in Slack: it is there already
+        name = await self._name(event.author)
+        where = f" via {event.channel}" if event.channel else ""
+        quoted = "\n".join(f"> {line}" for line in event.text.splitlines() or [""])
+        return _Post(f"*{name}*{where}:\n{quoted}", None)
+
+    async def _answered(self, reply: Message) -> str | None:
+        """The Slack thread of the person's latest Slack message before the reply, if any."""
+        page = await self._db.threads.latest(
+            reply.thread_id, before=reply.seq, limit=ANSWERED_LOOKBACK
+        )
+        for event in reversed(page.events):
+            if not isinstance(event, Message) or event.author == self.role.address:
+                continue
+            if event.channel != CHANNEL:
+                return None  # it answers what was said elsewhere: the top level
+            post = await self._db.slack.post_of(self.role.name, event.id)
+            return (post.thread_ts or post.ts) if post is not None else None
+        return None
+
+    async def _name(self, author: Address) -> str:
+        if (known := self._names.get(author)) is not None:
+            return known
+        name = author.partition(":")[2]
+        if kind_of(author) is ParticipantKind.PERSON:
+            with contextlib.suppress(NotFound):  # an address no person record stands behind
+                name = (await self._db.people.get(name)).display_name
+        self._names[author] = name
+        return name
+
+    async def _retract(self, retraction: Retraction) -> None:
+        post = await self._db.slack.post_of(self.role.name, retraction.target)
+        if post is None or not post.outbound:
+            return  # not ours to delete: a person's own message, or one never posted
+        try:
+            await self._client.chat_delete(channel=post.channel_id, ts=post.ts)
+        except SlackApiError as error:
+            log.info("slack refused to delete (%s); marking it retracted", error.response["error"])
+            with contextlib.suppress(SlackApiError):
+                await self._client.chat_update(
+                    channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE
+                )
+
+    async def _send(self, channel: str, event: AnyEvent, post: _Post) -> str | None:
+        """Post it once; its ts, or None when Slack will never take it (logged)."""
+        for attempt in range(POST_ATTEMPTS):
+            await self._paced(channel)
+            try:
+                answer = await self._client.chat_postMessage(
+                    channel=channel,
+                    text=post.text,
+                    thread_ts=post.thread_ts,
+                    metadata={"event_type": METADATA_TYPE, "event_payload": {"id": event.id}},
+                    unfurl_links=False,
+                )
+                return str(answer["ts"])
+            except SlackApiError as error:
+                code = error.response.get("error")
+                if code in PERMANENT:
+                    log.warning("slack will not take message %s: %s", event.id, code)
+                    return None
+                log.info("slack post failed (%s), attempt %d", code, attempt + 1)
+            except (TimeoutError, aiohttp.ClientError) as error:
+                log.info("slack post unanswered (%s): looking for it", type(error).__name__)
+                if (found := await self._find(channel, event)) is not None:
+                    return found
+            await asyncio.sleep(RETRY_PAUSE * 2**attempt)
+        raise RuntimeError(f"message {event.id} could not be posted to slack")
+
+    async def _find(self, channel: str, event: AnyEvent) -> str | None:
+        """The ts of our post of this event, if Slack has it after all."""
+        try:
+            answer = await self._client.conversations_history(
+                channel=channel, limit=50, include_all_metadata=True
+            )
+        except (SlackApiError, TimeoutError, aiohttp.ClientError):
+            return None
+        for message in answer.get("messages") or []:
+            metadata = message.get("metadata") or {}
+            if (
+                metadata.get("event_type") == METADATA_TYPE
+                and (metadata.get("event_payload") or {}).get("id") == event.id
+            ):
+                return str(message["ts"])
+        return None
+
+    async def _paced(self, channel: str) -> None:
+        last = self._last_post.get(channel)
+        if last is not None:
+            wait = self._pace - (time.monotonic() - last)
+            if wait > 0:
+                await asyncio.sleep(wait)
+        self._last_post[channel] = time.monotonic()

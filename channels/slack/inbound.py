@@ -1,0 +1,268 @@
+"""Slack events into the timeline.
+
+A person's message in the role's DM becomes their message in the conversation `{person, role}`
+(a group DM with the bot: the thread of all its people and the role), committed together with
+the record of its delivery before Slack gets its 200 — a retry finds the record and adds
+nothing. An edit becomes a new message that says which one it replaces; a deletion, a
+retraction by the person. Messages from bots (ours included) are recorded as seen and nothing
+more. Three words in a DM are commands, not messages: `new` (start fresh), `help`, and
+`link <code>` (join this Slack identity to the person a link code belongs to).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from channels.slack.delivery import Delivery
+from core.errors import RolecallError
+from core.host.host import RunHost
+from core.participants import Address, ParticipantSet
+from core.people import Identity, parse_identity
+from core.roles import Role
+from core.storage.database import Database
+from core.storage.slack_store import (
+    RetractFromSlack,
+    SayFromSlack,
+    SlackBinding,
+    SlackDelivery,
+)
+from core.timeline import ThreadId
+
+log = logging.getLogger("rolecall.slack")
+
+KEPT = 10_000
+"""People and DMs remembered in memory, per role (the least recently used are forgotten)."""
+
+_LINK = re.compile(r"^\s*link\s+([A-Za-z0-9 -]{8,12})\s*$", re.IGNORECASE)
+_NEW = re.compile(r"^\s*(new|/rolecall new)\s*$", re.IGNORECASE)
+_HELP = re.compile(r"^\s*help\s*$", re.IGNORECASE)
+_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message"})
+
+
+def help_text(role: Role) -> str:
+    about = f" {role.description}" if role.description else ""
+    return (
+        f"I'm {role.display_name}.{about}\n"
+        "Write to me here as you would anywhere: this DM is our conversation, the same one you "
+        "see in the web widget once your accounts are linked.\n"
+        "• `new` starts fresh (earlier messages are archived).\n"
+        "• `link <code>` joins this Slack account to you elsewhere: get a code in the web "
+        "widget (Link → Get a link code) and send it here."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    user: str
+    text: str
+    ts: str
+    thread_ts: str | None
+    replaces: str | None = None
+    deleted: bool = False
+
+
+class Inbound:
+    def __init__(
+        self,
+        role: Role,
+        database: Database,
+        host: RunHost,
+        client: AsyncWebClient,
+        delivery: Delivery,
+    ) -> None:
+        """`delivery` is told when a DM becomes (or changes) which conversation it is, and what
+        was last heard in it."""
+        self._delivery_worker = delivery
+        self.role = role
+        self._db = database
+        self._host = host
+        self._client = client
+        self._people: OrderedDict[tuple[str, str], Address] = OrderedDict()
+        self._threads: OrderedDict[tuple[str, str], ThreadId] = OrderedDict()
+
+    def register(self, app: AsyncApp) -> None:
+        app.event("message")(self.on_message)
+        # Every other event the app may be sent is acknowledged and recorded, never a 404
+        # (which Slack would retry).
+        app.event(re.compile(".*"))(self.on_other)
+
+    # --- events -------------------------------------------------------------------------------
+
+    async def on_other(self, body: dict[str, Any]) -> None:
+        if body.get("event_id"):
+            await self._db.slack.seen(self._delivery(body, body.get("event", {})))
+
+    async def on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        delivery = self._delivery(body, event)
+        said = _said(event)
+        if said is None or event.get("channel_type") not in ("im", "mpim"):
+            await self._db.slack.seen(delivery)
+            return
+        plain = not said.deleted and not said.replaces and event.get("channel_type") == "im"
+        if plain and await self._command(delivery, said):
+            return
+        try:
+            author = await self._person(delivery.team_id, said.user)
+            thread_id = await self._thread(delivery, author, event.get("channel_type") == "mpim")
+            if said.deleted:
+                await self._db.slack.retract(RetractFromSlack(thread_id, delivery, author, said.ts))
+            else:
+                self._delivery_worker.heard(thread_id, said.thread_ts or said.ts)
+                await self._db.slack.say(
+                    SayFromSlack(
+                        thread_id,
+                        delivery,
+                        author,
+                        said.text,
+                        said.ts,
+                        thread_ts=said.thread_ts,
+                        replaces=said.replaces,
+                    )
+                )
+        except RolecallError as error:  # a rule refused it (a removed person, say): say why
+            await self._db.slack.seen(delivery)
+            log.info("slack message refused: %s", error.message)
+            await self._tell(delivery.channel_id, f"That was not recorded: {error.message}")
+
+    # --- commands -----------------------------------------------------------------------------
+
+    async def _command(self, delivery: SlackDelivery, said: _Said) -> bool:
+        """Handle `new`, `help` and `link <code>`; False when the text is a message."""
+        text = said.text
+        if not (_NEW.match(text) or _HELP.match(text) or _LINK.match(text)):
+            return False
+        if not await self._db.slack.seen(delivery):
+            return True  # a retry of a command already carried out
+        if _HELP.match(text):
+            await self._tell(delivery.channel_id, help_text(self.role))
+        elif _NEW.match(text):
+            author = await self._person(delivery.team_id, said.user)
+            thread_id = await self._thread(delivery, author, False)
+            run, _ = await self._db.runs.ensure_conversation_run(thread_id, self.role.name)
+            await self._host.start_fresh(run.id)
+        elif match := _LINK.match(text):
+            await self._link(delivery, said.user, match.group(1))
+        return True
+
+    async def _link(self, delivery: SlackDelivery, user: str, code: str) -> None:
+        identity = self._identity(delivery.team_id, user)
+        try:
+            person = await self._db.people.redeem(code, identity)
+        except RolecallError as error:
+            await self._tell(delivery.channel_id, f"That code did not work: {error.message}")
+            return
+        self._people.pop((delivery.team_id, user), None)
+        self._threads.pop((delivery.team_id, delivery.channel_id), None)
+        await self._thread(delivery, person.address, False)  # the DM is their conversation now
+        await self._tell(
+            delivery.channel_id,
+            f"Linked: you are {person.display_name} here too. This DM now continues that "
+            "conversation.",
+        )
+
+    async def _tell(self, channel: str, text: str) -> None:
+        """A word from the gateway, not a message of the conversation."""
+        try:
+            await self._client.chat_postMessage(channel=channel, text=text)
+        except SlackApiError as error:
+            log.warning("could not answer in slack: %s", error.response.get("error"))
+
+    # --- who and where ------------------------------------------------------------------------
+
+    def _delivery(self, body: dict[str, Any], event: dict[str, Any]) -> SlackDelivery:
+        team = body.get("team_id") or event.get("team") or ""
+        return SlackDelivery(
+            event_id=str(body.get("event_id") or f"{event.get('channel')}:{event.get('ts')}"),
+            role=self.role.name,
+            team_id=str(team),
+            channel_id=str(event.get("channel", "")),
+        )
+
+    def _identity(self, team: str, user: str) -> Identity:
+        return parse_identity(f"slack:{team.lower()}:{user}")
+
+    async def _person(self, team: str, user: str) -> Address:
+        key = (team, user)
+        if (known := self._people.get(key)) is not None:
+            self._people.move_to_end(key)
+            return known
+        name, email = await self._profile(user)
+        person = await self._db.people.resolve(
+            self._identity(team, user), display_name=name, email=email
+        )
+        self._people[key] = person.address
+        while len(self._people) > KEPT:
+            self._people.popitem(last=False)
+        return person.address
+
+    async def _profile(self, user: str) -> tuple[str, str | None]:
+        try:
+            answer = await self._client.users_info(user=user)
+        except SlackApiError:
+            return user, None
+        info = answer.get("user") or {}
+        profile = info.get("profile") or {}
+        name = profile.get("display_name") or info.get("real_name") or info.get("name") or user
+        email = profile.get("email")
+        return str(name).strip() or user, email if isinstance(email, str) and email else None
+
+    async def _thread(self, delivery: SlackDelivery, author: Address, group: bool) -> ThreadId:
+        key = (delivery.team_id, delivery.channel_id)
+        if (known := self._threads.get(key)) is not None:
+            return known
+        members = [author, self.role.address]
+        if group:
+            members += await self._group_members(delivery, author)
+        thread, _ = await self._db.threads.resolve(ParticipantSet.of(members))
+        binding = SlackBinding(delivery.team_id, delivery.channel_id, thread.id)
+        await self._db.slack.bind(self.role.name, binding)
+        self._delivery_worker.bound(binding)
+        self._threads[key] = thread.id
+        while len(self._threads) > KEPT:
+            self._threads.popitem(last=False)
+        return thread.id
+
+    async def _group_members(self, delivery: SlackDelivery, author: Address) -> list[Address]:
+        answer = await self._client.conversations_members(channel=delivery.channel_id)
+        bot = (await self._client.auth_test()).get("user_id")
+        people = []
+        for user in answer.get("members") or []:
+            if user != bot:
+                people.append(await self._person(delivery.team_id, str(user)))
+        return [p for p in people if p != author]
+
+
+def _said(event: dict[str, Any]) -> _Said | None:
+    """What a person did, from a `message` event; None for bots' messages and other subtypes."""
+    subtype = event.get("subtype")
+    if subtype == "message_changed":
+        message = event.get("message") or {}
+        if message.get("bot_id") or not message.get("user"):
+            return None
+        return _Said(
+            user=message["user"],
+            text=message.get("text") or "",
+            ts=message["ts"],
+            thread_ts=message.get("thread_ts"),
+            replaces=message["ts"],
+        )
+    if subtype == "message_deleted":
+        previous = event.get("previous_message") or {}
+        if previous.get("bot_id") or not previous.get("user"):
+            return None
+        ts = str(event.get("deleted_ts") or previous.get("ts") or "")
+        return _Said(user=previous["user"], text="", ts=ts, thread_ts=None, deleted=True)
+    if subtype not in _MESSAGE_SUBTYPES or event.get("bot_id") or not event.get("user"):
+        return None
+    text = event.get("text") or ""
+    if not text.strip():
+        return None
+    return _Said(user=event["user"], text=text, ts=event["ts"], thread_ts=event.get("thread_ts"))

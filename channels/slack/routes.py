@@ -1,0 +1,102 @@
+"""Wiring the Slack channel into the application: for every role whose manifest has a `slack:`
+section, its bolt app (events over HTTP at `/slack/{role}/events`, or over Socket Mode), its
+inbound handlers and its delivery worker, started and stopped with the gateway."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+from channels.slack.apps import SlackCredentials, bolt_app, credentials, web_client
+from channels.slack.delivery import Delivery
+from channels.slack.inbound import Inbound
+from core.roles import Role
+from gateway.api import DATABASE_KEY, HOST_KEY
+from gateway.errors import ApiError
+from gateway.settings import Settings
+
+log = logging.getLogger("rolecall.slack")
+
+
+@dataclass
+class SlackRole:
+    role: Role
+    credentials: SlackCredentials
+    bolt: AsyncApp | None = None
+    delivery: Delivery | None = None
+    socket: AsyncSocketModeHandler | None = None
+
+
+SLACK_KEY = web.AppKey("slack", dict[str, SlackRole])
+
+
+def add_routes(
+    app: web.Application,
+    settings: Settings,
+    roles: Mapping[str, Role],
+    secrets: Mapping[str, str],
+) -> None:
+    """Mount the Slack apps of the roles that have one. A missing secret stops start-up with the
+    manifest, the field and the setting (`ManifestError`)."""
+    slack = {
+        name: SlackRole(
+            role,
+            credentials(role, secrets, where=str(settings.roles_dir / f"{name}.yaml")),
+        )
+        for name, role in roles.items()
+        if role.slack is not None
+    }
+    app[SLACK_KEY] = slack
+    app.router.add_post("/slack/{role}/events", events)
+    if slack:
+        app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+
+
+async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+    database, host = app[DATABASE_KEY], app[HOST_KEY]
+    started: list[SlackRole] = []
+    stops: list[Callable[[], None]] = []
+    try:
+        for entry in app[SLACK_KEY].values():
+            role, creds = entry.role, entry.credentials
+            client = web_client(creds.bot_token, settings.slack_api_url)
+            entry.delivery = Delivery(role, database, client, pace=settings.slack_pace)
+            entry.bolt = bolt_app(role, creds, client)
+            Inbound(role, database, host, client, entry.delivery).register(entry.bolt)
+            await entry.delivery.start()
+            started.append(entry)
+            stops.append(database.listen(entry.delivery.on_commit))
+            stops.append(host.watch_activity(entry.delivery.on_activity))
+            if role.slack is not None and role.slack.mode == "socket":
+                entry.socket = AsyncSocketModeHandler(
+                    entry.bolt, app_token=creds.app_token, web_client=client
+                )
+                await entry.socket.connect_async()  # type: ignore[no-untyped-call]
+        yield
+    finally:
+        for stop in stops:
+            stop()
+        for entry in started:
+            if entry.socket is not None:
+                await entry.socket.close_async()  # type: ignore[no-untyped-call]
+            if entry.delivery is not None:
+                await entry.delivery.stop()
+
+
+async def events(request: web.Request) -> web.Response:
+    """Slack's Events API for one role's app: verified, answered (`url_verification`), and a
+    person's message committed before the 200."""
+    name = request.match_info["role"]
+    entry = request.app[SLACK_KEY].get(name)
+    if entry is None or entry.bolt is None:
+        raise ApiError(404, "unknown_role", f"no role named {name!r} has a Slack app here")
+    if entry.role.slack is not None and entry.role.slack.mode == "socket":
+        raise ApiError(404, "socket_mode", f"role {name!r} takes its events over Socket Mode")
+    answer = await entry.bolt.async_dispatch(await to_bolt_request(request))
+    return await to_aiohttp_response(answer)

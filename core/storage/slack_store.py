@@ -1,0 +1,334 @@
+"""What the Slack channel keeps: deliveries seen, DMs bound to threads, Slack messages mapped to
+timeline messages, and how far each role's delivery has posted.
+
+A person's message from Slack is committed in one transaction with the record of its delivery
+(`event_id`): a retry of the same delivery — to this replica or another, now or after a restart
+— finds the record and changes nothing. The map from timeline message to Slack `ts` is written
+with the message (inbound) or right after Slack accepted the post (outbound), and the role's
+delivery cursor moves only after that, so a restart re-posts nothing that Slack has and loses
+nothing it has not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from core.participants import Address
+from core.storage import schema
+from core.storage.commands import PostMessage, Retract
+from core.storage.transact import Transactor
+from core.storage.writer import Batch, Writer
+from core.timeline import AnyEvent, EventId, MessageContext, ThreadId
+
+CHANNEL = "slack"
+REPLACES = "replaces"
+"""The context kind of a message that replaces an edited one (`originating_message`)."""
+
+_ev, _cv, _m, _cur = (
+    schema.slack_events,
+    schema.slack_conversations,
+    schema.slack_messages,
+    schema.slack_cursors,
+)
+
+
+def _dialect(connection: Connection):  # type: ignore[no-untyped-def]
+    return postgresql if connection.dialect.name == "postgresql" else sqlite
+
+
+def _first_delivery(batch: Batch, event_id: str, role: str) -> bool:
+    """Record the delivery; False when it was recorded before (a retry, or a replay)."""
+    inserted = batch.connection.execute(
+        _dialect(batch.connection)
+        .insert(_ev)
+        .values(event_id=event_id, role=role, received_at=batch.now)
+        .on_conflict_do_nothing(index_elements=["event_id"])
+    )
+    return inserted.rowcount == 1
+
+
+def _bind(batch: Batch, role: str, team_id: str, channel_id: str, thread_id: ThreadId) -> None:
+    """The DM is this thread from now on (a link may have made it another person's)."""
+    stmt = (
+        _dialect(batch.connection)
+        .insert(_cv)
+        .values(
+            role=role,
+            team_id=team_id,
+            channel_id=channel_id,
+            thread_id=thread_id,
+            created_at=batch.now,
+        )
+    )
+    batch.connection.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["role", "team_id", "channel_id"],
+            set_={"thread_id": thread_id},
+            where=_cv.c.thread_id != thread_id,
+        )
+    )
+
+
+def _message_at(connection: Connection, role: str, channel_id: str, ts: str) -> EventId | None:
+    found = connection.execute(
+        select(_m.c.message_id).where(
+            _m.c.role == role, _m.c.channel_id == channel_id, _m.c.ts == ts
+        )
+    ).scalar()
+    return EventId(found) if found is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class SlackDelivery:
+    """Where a Slack event came from."""
+
+    event_id: str
+    role: str
+    team_id: str
+    channel_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SayFromSlack:
+    """A person's message in a DM, or an edit of one (`replaces`: the edited message's ts, which
+    is also `ts`; the new message says it replaces the old one, and the Slack message stands for
+    the new one from then on). None when the delivery was handled before."""
+
+    thread_id: ThreadId
+    delivery: SlackDelivery
+    author: Address
+    text: str
+    ts: str
+    thread_ts: str | None = None
+    replaces: str | None = None
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]:
+        return (self.thread_id,)
+
+    def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+        d = self.delivery
+        if not _first_delivery(batch, d.event_id, d.role):
+            return lambda: None
+        _bind(batch, d.role, d.team_id, d.channel_id, self.thread_id)
+        context = None
+        edited = (
+            _message_at(batch.connection, d.role, d.channel_id, self.replaces)
+            if self.replaces
+            else None
+        )
+        if edited is not None:
+            context = MessageContext(kind=REPLACES, originating_message=edited)
+        post = PostMessage(self.thread_id, self.author, self.text, context, CHANNEL)
+        finish = post.apply(batch)
+        index = len(batch.staged) - 1
+        if edited is not None:  # the Slack message now stands for its latest version
+            batch.connection.execute(
+                delete(_m).where(
+                    _m.c.role == d.role, _m.c.channel_id == d.channel_id, _m.c.ts == self.ts
+                )
+            )
+        batch.insert_after_flush(
+            _m,
+            lambda: {
+                "role": d.role,
+                "channel_id": d.channel_id,
+                "ts": self.ts,
+                "message_id": batch.committed[index].id,
+                "thread_ts": self.thread_ts,
+                "outbound": False,
+                "created_at": batch.now,
+            },
+        )
+        return finish
+
+
+@dataclass(frozen=True, slots=True)
+class RetractFromSlack:
+    """A person deleted their Slack message: the timeline message it stands for is retracted
+    by them. None when the delivery was handled before or the message is not one we know."""
+
+    thread_id: ThreadId
+    delivery: SlackDelivery
+    author: Address
+    ts: str
+
+    @property
+    def thread_ids(self) -> Sequence[ThreadId]:
+        return (self.thread_id,)
+
+    def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+        d = self.delivery
+        if not _first_delivery(batch, d.event_id, d.role):
+            return lambda: None
+        message_id = _message_at(batch.connection, d.role, d.channel_id, self.ts)
+        if message_id is None:
+            return lambda: None
+        finish = Retract(self.thread_id, message_id, self.author, "deleted in Slack").apply(batch)
+        return finish
+
+
+@dataclass(frozen=True, slots=True)
+class SeenInSlack:
+    """A delivery handled without a message (a bot's echo, an event we do not act on): record
+    it so a retry is recognised. False when it was recorded before."""
+
+    delivery: SlackDelivery
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], bool]:
+        first = _first_delivery(batch, self.delivery.event_id, self.delivery.role)
+        return lambda: first
+
+
+@dataclass(frozen=True, slots=True)
+class PostedToSlack:
+    """Slack accepted the post of a timeline message: remember its `ts`, and move the role's
+    delivery cursor past it in the same transaction."""
+
+    role: str
+    message_id: EventId
+    channel_id: str
+    ts: str
+    thread_ts: str | None
+    position: int
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        batch.connection.execute(
+            _dialect(batch.connection)
+            .insert(_m)
+            .values(
+                role=self.role,
+                channel_id=self.channel_id,
+                ts=self.ts,
+                message_id=self.message_id,
+                thread_ts=self.thread_ts,
+                outbound=True,
+                created_at=batch.now,
+            )
+            .on_conflict_do_nothing(index_elements=["role", "channel_id", "ts"])
+        )
+        _advance(batch, self.role, self.position)
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class BindSlackConversation:
+    role: str
+    team_id: str
+    channel_id: str
+    thread_id: ThreadId
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        _bind(batch, self.role, self.team_id, self.channel_id, self.thread_id)
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceSlackCursor:
+    role: str
+    position: int
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        _advance(batch, self.role, self.position)
+        return lambda: None
+
+
+def _advance(batch: Batch, role: str, position: int) -> None:
+    stmt = _dialect(batch.connection).insert(_cur).values(role=role, position=position)
+    batch.connection.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["role"],
+            set_={"position": position},
+            where=_cur.c.position < position,
+        )
+    )
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SlackBinding:
+    team_id: str
+    channel_id: str
+    thread_id: ThreadId
+
+
+@dataclass(frozen=True, slots=True)
+class SlackPost:
+    channel_id: str
+    ts: str
+    thread_ts: str | None
+    outbound: bool
+
+
+class SqlSlackRepository:
+    def __init__(self, reads: Transactor, writer: Writer) -> None:
+        self._reads = reads
+        self._writer = writer
+
+    async def say(self, command: SayFromSlack) -> AnyEvent | None:
+        return await self._writer.run(command)
+
+    async def retract(self, command: RetractFromSlack) -> AnyEvent | None:
+        return await self._writer.run(command)
+
+    async def seen(self, delivery: SlackDelivery) -> bool:
+        return await self._writer.run(SeenInSlack(delivery))
+
+    async def posted(self, command: PostedToSlack) -> None:
+        await self._writer.run(command)
+
+    async def bind(self, role: str, binding: SlackBinding) -> None:
+        await self._writer.run(
+            BindSlackConversation(role, binding.team_id, binding.channel_id, binding.thread_id)
+        )
+
+    async def advance(self, role: str, position: int) -> None:
+        await self._writer.run(AdvanceSlackCursor(role, position))
+
+    async def bindings(self, role: str) -> list[SlackBinding]:
+        def read(c: Connection) -> list[SlackBinding]:
+            rows = c.execute(
+                select(_cv.c.team_id, _cv.c.channel_id, _cv.c.thread_id).where(_cv.c.role == role)
+            )
+            return [SlackBinding(r.team_id, r.channel_id, ThreadId(r.thread_id)) for r in rows]
+
+        return await self._reads.transact(read)
+
+    async def cursor(self, role: str) -> int | None:
+        """How far the role's delivery has posted; None before it ever ran."""
+
+        def read(c: Connection) -> int | None:
+            found = c.execute(select(_cur.c.position).where(_cur.c.role == role)).scalar()
+            return int(found) if found is not None else None
+
+        return await self._reads.transact(read)
+
+    async def post_of(self, role: str, message_id: str) -> SlackPost | None:
+        """Where a timeline message is in Slack, if it is."""
+
+        def read(c: Connection) -> SlackPost | None:
+            row = c.execute(
+                select(_m.c.channel_id, _m.c.ts, _m.c.thread_ts, _m.c.outbound).where(
+                    _m.c.role == role, _m.c.message_id == message_id
+                )
+            ).first()
+            return SlackPost(row.channel_id, row.ts, row.thread_ts, row.outbound) if row else None
+
+        return await self._reads.transact(read)
+
+    async def delivered(self, event_id: str) -> bool:
+        def read(c: Connection) -> bool:
+            found = c.execute(select(_ev.c.event_id).where(_ev.c.event_id == event_id)).first()
+            return found is not None
+
+        return await self._reads.transact(read)
