@@ -117,9 +117,7 @@ class RunHost:
 
         return grant
 
-    def watch_activity(
-        self, listener: Callable[[ThreadId, str, bool], None]
-    ) -> Callable[[], None]:
+    def watch_activity(self, listener: Callable[[ThreadId, str, bool], None]) -> Callable[[], None]:
         """Call `listener(thread, role, working)` when a conversation turn starts (True) and
         ends (False); returns the function that stops it. Listeners must be quick."""
         self._activity_listeners.append(listener)
