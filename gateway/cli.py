@@ -3,6 +3,7 @@
 - `rolecall serve` reads the settings, makes sure there is an operator token, and runs the gateway
   (whose start-up upgrades the schema) until Ctrl-C.
 - `rolecall db upgrade` upgrades the schema alone and says which revision is in force.
+- `rolecall slack manifest ROLE` writes the Slack app manifest of a role (docs/slack.md).
 - `rolecall thread …`, `rolecall run …` and `rolecall person …` talk to a *running* gateway over
   its HTTP API
   (`gateway.client`), never to the database directly, so that every change reaches the gateway's
@@ -33,6 +34,7 @@ from core.errors import RolecallError
 from gateway.client import DEFAULT_URL, ClientError, GatewayClient, check_base_url
 
 if TYPE_CHECKING:
+    from core.roles import Role
     from gateway.settings import Settings
 
 PROG = "rolecall"
@@ -124,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_thread_commands(commands)
     _add_run_commands(commands)
     _add_person_commands(commands)
+    _add_slack_commands(commands)
     return parser
 
 
@@ -313,6 +316,35 @@ def _add_person_commands(commands: Any) -> None:
     sub.add_argument("identity", metavar="IDENTITY")
 
 
+def _add_slack_commands(commands: Any) -> None:
+    slack = commands.add_parser(
+        "slack",
+        help="the Slack channel: app manifests of roles",
+        description="Work with the Slack apps of roles (docs/slack.md).",
+    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+    help_text = "write the Slack app manifest of a role, to create its Slack app from"
+    sub = slack.add_parser("manifest", help=help_text, description=help_text)
+    sub.add_argument("role", metavar="ROLE", help="the role's name (or role:<name>)")
+    sub.add_argument(
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="where to write it (default: manifests/slack/ROLE.yaml)",
+    )
+    sub.add_argument(
+        "--url",
+        metavar="BASE_URL",
+        help="the gateway's public base URL, as Slack reaches it (default: ROLECALL_PUBLIC_URL, "
+        "else http://ROLECALL_HOST:ROLECALL_PORT); HTTP mode only",
+    )
+    sub.add_argument(
+        "--mode",
+        choices=("http", "socket"),
+        help="how Slack reaches the gateway (default: the role's slack.mode, else http)",
+    )
+    sub.set_defaults(command=slack_manifest_command)
+
+
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(raw: str) -> int:
         try:
@@ -361,7 +393,10 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"operator API token: {token_file}", flush=True)
 
     configure_logging(settings)
-    app = build_app(settings, api_token=token, roles=roles)
+    try:  # a role's Slack app whose named settings are not set, say
+        app = build_app(settings, api_token=token, roles=roles)
+    except ManifestError as exc:
+        raise Failure(exc.message, EXIT_USAGE) from None
     started = False
 
     async def mark_started(_app: web.Application) -> None:
@@ -426,6 +461,61 @@ def _with_database(url: str, work: Callable[[], T]) -> T:
         cause = getattr(exc, "orig", None) or exc
         line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         raise Failure(f"database {where}: {line}") from None
+
+
+# -- slack -----------------------------------------------------------------------------------------
+
+
+def slack_manifest_command(args: argparse.Namespace) -> int:
+    from gateway import slack_manifest as manifest
+
+    base_url = None
+    if args.url is not None:
+        try:
+            base_url = manifest.check_base_url(args.url)
+        except manifest.ManifestOptionError as exc:
+            raise Failure(f"--url: {exc}", EXIT_USAGE) from None
+    settings = _settings()
+    name = args.role.removeprefix("role:")
+    role = _configured_role(settings, name)
+    try:
+        mode = manifest.app_mode(role, args.mode)
+    except manifest.ManifestOptionError as exc:
+        raise Failure(f"--mode: {exc}", EXIT_USAGE) from None
+    if mode == "socket" and base_url is not None:
+        raise Failure("--url: a Socket Mode app has no request URL; leave --url out", EXIT_USAGE)
+    if mode == "http" and base_url is None:
+        base_url = settings.base_url
+    command = f"rolecall slack manifest {name}"
+    command += f" --url {base_url}" if base_url is not None else ""
+    command += f" --mode {args.mode}" if args.mode is not None and role.slack is None else ""
+    app = manifest.app_manifest(role, mode=mode, base_url=base_url)
+    out: Path = args.out or Path("manifests/slack") / f"{name}.yaml"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(manifest.render(role, app, command=command), encoding="utf-8")
+    except OSError as exc:
+        raise Failure(f"cannot write {out}: {exc.strerror or exc}") from None
+    events = app["settings"]["event_subscriptions"]
+    where = f"events at {events['request_url']}" if base_url is not None else "Socket Mode"
+    print(f"wrote the Slack app manifest of role:{name} to {out} ({where})")
+    return 0
+
+
+def _configured_role(settings: Settings, name: str) -> Role:
+    """The role `name` from the roles directory, as `serve` would read it."""
+    from core.roles import ManifestError
+    from gateway.roles import configured_roles
+
+    try:
+        roles = configured_roles(settings)
+    except ManifestError as exc:
+        raise Failure(exc.message, EXIT_USAGE) from None
+    role = roles.get(name)
+    if role is None:
+        known = ", ".join(sorted(roles)) or "none"
+        raise Failure(f"no role named {name!r} in {settings.roles_dir} (roles there: {known})")
+    return role
 
 
 # -- thread and run commands -----------------------------------------------------------------------

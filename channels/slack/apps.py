@@ -9,20 +9,22 @@ environment, so nothing of a different app's configuration can leak in.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.roles import ManifestError, Role
 
 WEB_API_TIMEOUT = 10
+
+_bolt_log = logging.getLogger("rolecall.slack.bolt")
+# Bolt logs a refused request's body at INFO: people's messages must not reach the logs.
+_bolt_log.setLevel(logging.WARNING)
 RATE_LIMIT_RETRIES = 5
 
 
@@ -56,15 +58,14 @@ def credentials(role: Role, secrets: Mapping[str, str], *, where: str) -> SlackC
 
 
 def web_client(token: str, api_url: str) -> AsyncWebClient:
-    """A Web API client that waits out rate limits (429 `Retry-After`) and reconnects."""
+    """A Web API client that waits out rate limits (429 `Retry-After`: Slack did not act on
+    the call). It does not retry a call whose connection broke — Slack may have acted on it;
+    the delivery worker looks before it posts again."""
     return AsyncWebClient(
         token=token,
         base_url=api_url,
         timeout=WEB_API_TIMEOUT,
-        retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-            AsyncConnectionErrorRetryHandler(max_retry_count=1),
-        ],
+        retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)],
     )
 
 
@@ -73,6 +74,7 @@ def bolt_app(role: Role, creds: SlackCredentials, client: AsyncWebClient) -> Asy
     with _no_slack_environment():
         return AsyncApp(
             name=f"rolecall-{role.name}",
+            logger=_bolt_log,
             client=client,
             signing_secret=creds.signing_secret or "",
             request_verification_enabled=not socket,

@@ -47,9 +47,11 @@ RETRACTED_NOTICE = "_This message was retracted._"
 POST_ATTEMPTS = 5
 RETRY_PAUSE = 1.0
 PERMANENT = frozenset(
-    {"channel_not_found", "not_in_channel", "is_archived", "account_inactive", "invalid_auth"}
+    {"channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "no_text"}
 )
-"""Slack's answers that no retry changes: the message is skipped (and logged)."""
+"""Slack's answers about the message or its channel that no retry changes: the message is
+skipped (and logged). Anything else — a revoked token, a missing scope, Slack being down — is
+retried with backoff and holds the role's delivery until it is fixed: nothing is lost."""
 ANSWERED_LOOKBACK = 50
 """Timeline events looked back through for the person's Slack message a reply answers."""
 
@@ -254,17 +256,23 @@ class Delivery:
                 log.info("slack post failed (%s), attempt %d", code, attempt + 1)
             except (TimeoutError, aiohttp.ClientError) as error:
                 log.info("slack post unanswered (%s): looking for it", type(error).__name__)
-                if (found := await self._find(channel, event)) is not None:
+                if (found := await self._find(channel, event, post.thread_ts)) is not None:
                     return found
             await asyncio.sleep(RETRY_PAUSE * 2**attempt)
         raise RuntimeError(f"message {event.id} could not be posted to slack")
 
-    async def _find(self, channel: str, event: AnyEvent) -> str | None:
-        """The ts of our post of this event, if Slack has it after all."""
+    async def _find(self, channel: str, event: AnyEvent, thread_ts: str | None) -> str | None:
+        """The ts of our post of this event, if Slack has it after all (a reply in a thread
+        is found among the thread's replies, not in the channel's history)."""
         try:
-            answer = await self._client.conversations_history(
-                channel=channel, limit=50, include_all_metadata=True
-            )
+            if thread_ts is not None:
+                answer = await self._client.conversations_replies(
+                    channel=channel, ts=thread_ts, limit=200, include_all_metadata=True
+                )
+            else:
+                answer = await self._client.conversations_history(
+                    channel=channel, limit=50, include_all_metadata=True
+                )
         except (SlackApiError, TimeoutError, aiohttp.ClientError):
             return None
         for message in answer.get("messages") or []:

@@ -42,7 +42,7 @@ KEPT = 10_000
 """People and DMs remembered in memory, per role (the least recently used are forgotten)."""
 
 _LINK = re.compile(r"^\s*link\s+([A-Za-z0-9 -]{8,12})\s*$", re.IGNORECASE)
-_NEW = re.compile(r"^\s*(new|/rolecall new)\s*$", re.IGNORECASE)
+_NEW = re.compile(r"^\s*new\s*$", re.IGNORECASE)
 _HELP = re.compile(r"^\s*help\s*$", re.IGNORECASE)
 _MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message"})
 
@@ -247,6 +247,8 @@ def _said(event: dict[str, Any]) -> _Said | None:
         message = event.get("message") or {}
         if message.get("bot_id") or not message.get("user"):
             return None
+        if message.get("text") == (event.get("previous_message") or {}).get("text"):
+            return None  # Slack unfurled a link or the like: nothing the person changed
         return _Said(
             user=message["user"],
             text=message.get("text") or "",

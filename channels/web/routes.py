@@ -394,6 +394,10 @@ async def redeem_link_code(request: web.Request) -> web.Response:
     """This browser's identity joins the code's person; a new session, as them."""
     session = await _session(request)
     body = await read_object(request, required=["code"])
+    await _current_person(request, session)
+    role = request.app[ROLES_KEY].get(session.role)
+    if role is None:
+        raise ApiError(404, "unknown_role", f"role {session.role!r} is no longer served here")
     channel = request.app[WEB_KEY]
     _limit(channel, f"link:{session.identity}", "link code attempts")  # codes are short
     database = request.app[DATABASE_KEY]
@@ -408,7 +412,6 @@ async def redeem_link_code(request: web.Request) -> web.Response:
         role=session.role,
         conversation=thread.id,
     )
-    role = request.app[ROLES_KEY][session.role]
     latest = await database.threads.latest(thread.id, viewer=person.address, limit=1)
     return web.json_response(
         {

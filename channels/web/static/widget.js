@@ -16,6 +16,11 @@
  *   - the browser's own reconnect sends Last-Event-ID; when it gives up (the stream answered an
  *     error), we check the session, renew it if it expired, and open a new stream `after=cursor`.
  *
+ * Linking: "Link" in the header opens a row to get a one-time link code for this person (to give in
+ * another channel) or to give one got elsewhere; the answer to the latter is a session as the
+ * code's person, and the panel switches to their conversation as it does when a session renews
+ * into another one.
+ *
  * Everything the page shows from the gateway is set with textContent, never parsed as HTML.
  */
 (() => {
@@ -155,13 +160,16 @@
     if (session.visitor_token) storage.set(visitorKey, session.visitor_token);
     // Signed in: the visitor identity now belongs to the person, and is not to be offered again.
     else if (visitor) storage.remove(visitorKey);
+    // Linked into another person since the last session: theirs is the conversation now.
+    if (adoptSession(session)) switchConversation().catch(showError);
+  }
+
+  /** Use this session from now on; true when its conversation is not the one shown. */
+  function adoptSession(session) {
     const previous = state.session;
     state.session = session;
     showRole(session.role);
-    // Linked into another person since the last session: theirs is the conversation now.
-    if (previous && previous.conversation !== session.conversation) {
-      switchConversation().catch(showError);
-    }
+    return Boolean(previous && previous.conversation !== session.conversation);
   }
 
   // --- state -------------------------------------------------------------------------------------
@@ -195,6 +203,7 @@
     stream: null,
     reconnectDelay: RECONNECT_FIRST_MS,
     reconnectTimer: null,
+    linking: false, // a link request is on its way
   };
 
   // --- the panel ---------------------------------------------------------------------------------
@@ -228,10 +237,23 @@
     });
     const panel = el("section", { class: "panel", id: "rolecall-panel", hidden: true });
     const title = el("h2", { class: "title", id: "rolecall-title" });
+    // "Link another channel" contains the visible "Link" (the name speech input users say).
+    const linkToggle = el(
+      "button",
+      {
+        class: "link-toggle",
+        type: "button",
+        "aria-expanded": "false",
+        "aria-controls": "rolecall-link",
+        "aria-label": "Link another channel",
+      },
+      "Link"
+    );
     const fresh = el("button", { class: "fresh", type: "button" }, "Start fresh");
     const close = el("button", { class: "close", type: "button", "aria-label": "Close chat" }, "×");
     const header = el("header", { class: "header" });
-    header.append(title, fresh, close);
+    header.append(title, linkToggle, fresh, close);
+    const linking = buildLinking();
 
     const log = el("div", {
       class: "log",
@@ -246,7 +268,7 @@
     log.append(earlier, list);
 
     const working = el("p", { class: "working", "aria-hidden": "true", hidden: true });
-    const error = el("p", { class: "error", hidden: true });
+    const error = el("p", { class: "error", id: "rolecall-error", hidden: true });
     const status = el("p", { class: "visually-hidden", role: "status", "aria-live": "polite" });
 
     const composer = el("form", { class: "composer" });
@@ -266,11 +288,13 @@
     const send = el("button", { class: "send", type: "submit" }, "Send");
     composer.append(label, text, hint, send);
 
-    panel.append(header, log, working, error, status, composer);
+    panel.append(header, linking.row, log, working, error, status, composer);
     return {
+      ...linking,
       launcher,
       panel,
       title,
+      linkToggle,
       fresh,
       close,
       log,
@@ -286,6 +310,79 @@
     };
   }
 
+  /** The row "Link" reveals: get a code to give elsewhere, or give one got elsewhere. */
+  function buildLinking() {
+    const row = el("div", {
+      class: "linking",
+      id: "rolecall-link",
+      role: "region",
+      "aria-label": "Link another channel",
+      hidden: true,
+    });
+
+    const give = el("div", { class: "link-part", role: "group", "aria-labelledby": "rolecall-give" });
+    const giveText = el(
+      "p",
+      { class: "link-text", id: "rolecall-give" },
+      "Continue this conversation in another channel with a one-time code."
+    );
+    const getCode = el("button", { class: "link-button", type: "button" }, "Get a link code");
+    const codeBox = el("div", { class: "link-result", hidden: true });
+    const codeLine = el("div", { class: "link-code-line" });
+    const code = el("strong", { class: "link-code" });
+    const copy = el("button", { class: "link-button", type: "button", hidden: true }, "Copy code");
+    const codeText = el("p", {});
+    codeText.append("Your code: ", code);
+    codeLine.append(codeText, copy);
+    const copied = el("p", { class: "link-text link-copied", hidden: true });
+    const expiry = el("p", { class: "link-text link-expiry" });
+    const howTo = el("p", { class: "link-text link-how" });
+    codeBox.append(codeLine, copied, expiry, howTo);
+    give.append(giveText, getCode, codeBox);
+
+    const take = el("form", {
+      class: "link-part",
+      "aria-labelledby": "rolecall-take",
+      novalidate: true,
+    });
+    const takeTitle = el("p", { class: "link-title", id: "rolecall-take" }, "I have a code");
+    const codeLabel = el("label", { for: "rolecall-link-code" }, "Link code");
+    const codeInput = el("input", {
+      id: "rolecall-link-code",
+      type: "text",
+      placeholder: "ABCD-EFGH",
+      autocomplete: "off",
+      autocapitalize: "characters",
+      spellcheck: "false",
+      maxlength: "32",
+      "aria-describedby": "rolecall-take-hint",
+    });
+    const redeem = el("button", { class: "link-button primary", type: "submit" }, "Use code");
+    const takeRow = el("div", { class: "link-row" });
+    takeRow.append(codeInput, redeem);
+    const takeHint = el(
+      "p",
+      { class: "link-text link-hint", id: "rolecall-take-hint" },
+      "Give a code from another channel, and this chat continues that conversation."
+    );
+    take.append(takeTitle, codeLabel, takeRow, takeHint);
+
+    row.append(give, take);
+    return {
+      row,
+      getCode,
+      codeBox,
+      code,
+      expiry,
+      howTo,
+      copy,
+      copied,
+      take,
+      codeInput,
+      redeem,
+    };
+  }
+
   function showRole(role) {
     const name = (role && role.display_name) || config.role;
     ui.title.textContent = name;
@@ -297,6 +394,18 @@
 
   function isOpen() {
     return !ui.panel.hidden;
+  }
+
+  function isLinkingOpen() {
+    return !ui.row.hidden;
+  }
+
+  /** Show or hide the link row; focus moves into it when it opens, back to "Link" when asked. */
+  function setLinkingOpen(open, { focus = false } = {}) {
+    ui.row.hidden = !open;
+    ui.linkToggle.setAttribute("aria-expanded", String(open));
+    if (open && focus) ui.getCode.focus();
+    else if (!open && focus) ui.linkToggle.focus();
   }
 
   function setOpen(open, { focus = false } = {}) {
@@ -508,12 +617,14 @@
         state.paging = { conversation: state.predecessor, rank, oldest: null };
         state.predecessor = null;
       }
-      const { conversation, rank, oldest } = state.paging;
+      const paging = state.paging;
+      const { conversation, rank, oldest } = paging;
       const params = { limit: HISTORY_PAGE };
       if (oldest !== null) params.before = oldest;
       if (state.showingArchive) params.archived = "true";
       if (conversation) params.conversation = conversation;
       const page = await authorized("GET", historyPath(params));
+      if (paging !== state.paging) return; // the panel switched conversation meanwhile
       keepingPosition(() => page.events.forEach((event) => addEvent(event, rank)));
       state.more = Boolean(page.more);
       state.predecessor = page.predecessor || null;
@@ -532,10 +643,21 @@
     state.more = true;
     ui.earlier.hidden = true;
     ui.log.focus(); // the button that had focus is gone
+    let revealed = false;
     keepingPosition(() => {
-      for (const item of ui.list.children) item.hidden = false;
+      for (const item of ui.list.children) {
+        revealed = revealed || item.hidden;
+        item.hidden = false;
+      }
     });
+    const known = state.shown.size;
     await loadOlder();
+    // Nothing archived here (the view was full, so fillView would not page on): show the
+    // conversation before this one at once, rather than only once the person scrolls up.
+    for (let pages = 0; pages < 5 && !revealed && state.shown.size === known; pages += 1) {
+      if (!canPageBack()) break;
+      await loadOlder();
+    }
     await fillView();
     setStatus("Earlier messages shown");
   }
@@ -543,6 +665,7 @@
   /** Forget what is shown, and show the session's conversation from its newest page. */
   async function switchConversation() {
     closeStream();
+    clearTimeout(state.reconnectTimer);
     ui.list.replaceChildren();
     Object.assign(state, freshView());
     await loadLatest();
@@ -636,8 +759,7 @@
     return error.message || "Something went wrong.";
   }
 
-  function showError(error) {
-    const text = describe(error);
+  function showError(error, text = describe(error)) {
     ui.error.textContent = text;
     ui.error.dataset.code = error.code || "";
     ui.error.hidden = false;
@@ -649,6 +771,7 @@
     if (code && ui.error.dataset.code !== code) return;
     ui.error.textContent = "";
     ui.error.hidden = true;
+    markCodeInvalid(false);
   }
 
   function setStatus(text) {
@@ -705,6 +828,144 @@
     }
   }
 
+  // --- linking another channel -------------------------------------------------------------------
+
+  const LINK_ERRORS = {
+    link_code_unknown: "That code is not known. Check it, or get a new one.",
+    link_code_expired: "That code has expired. Get a new one, and give it here.",
+    link_code_used: "That code was used already. Get a new one, and give it here.",
+    invalid_link_code: "That is not a link code: it has 8 letters and digits, like ABCD-EFGH.",
+  };
+
+  function describeLinkError(error) {
+    if (error.status === 429) {
+      return error.retryAfter !== null && error.retryAfter !== undefined
+        ? `Too many tries — try again in ${error.retryAfter} s.`
+        : "Too many tries — try again in a moment.";
+    }
+    if (LINK_ERRORS[error.code]) return LINK_ERRORS[error.code];
+    if (error.status === 409) return `This chat cannot be linked: ${error.message}`;
+    return describe(error);
+  }
+
+  /** The code box refused (or not): it then points at the error that says why. */
+  function markCodeInvalid(invalid) {
+    if (invalid) {
+      ui.codeInput.setAttribute("aria-invalid", "true");
+      ui.codeInput.setAttribute("aria-describedby", "rolecall-error rolecall-take-hint");
+    } else {
+      ui.codeInput.removeAttribute("aria-invalid");
+      ui.codeInput.setAttribute("aria-describedby", "rolecall-take-hint");
+    }
+  }
+
+  /** One link request at a time, once the session is there (when it is not, starting said why). */
+  async function linkRequest(button, call) {
+    if (state.linking) return;
+    state.linking = true;
+    button.setAttribute("aria-disabled", "true");
+    try {
+      await state.starting;
+      if (state.session) await call();
+    } finally {
+      state.linking = false;
+      button.removeAttribute("aria-disabled");
+    }
+  }
+
+  /** A code for this person, to give in another channel. */
+  function getLinkCode() {
+    return linkRequest(ui.getCode, async () => {
+      let answer;
+      try {
+        answer = await authorized("POST", "/widget/v1/link-codes");
+      } catch (error) {
+        showError(error);
+        return;
+      }
+      clearError();
+      showLinkCode(answer);
+    });
+  }
+
+  function showLinkCode(answer) {
+    const code = String(answer.code || "");
+    ui.code.textContent = code;
+    const until = formatTime(answer.expires_at);
+    const minutes = Math.round((new Date(answer.expires_at).getTime() - Date.now()) / 60000);
+    let expiry = "It works once";
+    if (minutes > 0) expiry += `, for ${minutes} minute${minutes === 1 ? "" : "s"}`;
+    if (until) expiry += ` (until ${until})`;
+    ui.expiry.textContent = `${expiry}.`;
+    ui.howTo.replaceChildren(
+      "Give it in another channel: in Slack, send ",
+      el("code", {}, `link ${code}`),
+      " in the DM with the bot; in another browser, choose Link in this chat, then give it " +
+        "under “I have a code”."
+    );
+    const clipboard = navigator.clipboard;
+    ui.copy.hidden = !(clipboard && typeof clipboard.writeText === "function");
+    ui.copied.hidden = true;
+    ui.codeBox.hidden = false;
+    setStatus(`Your link code is ${code}. ${ui.expiry.textContent}`);
+  }
+
+  async function copyLinkCode() {
+    const code = ui.code.textContent;
+    let text;
+    try {
+      await navigator.clipboard.writeText(code);
+      text = "Copied.";
+    } catch {
+      text = "Could not copy: select the code and copy it yourself.";
+    }
+    if (ui.code.textContent !== code) return; // a new code came meanwhile
+    ui.copied.textContent = text;
+    ui.copied.hidden = false;
+    setStatus(text);
+  }
+
+  /**
+   * Give a code got elsewhere: this browser's identity joins the code's person, and the answer is
+   * a session as them. The typed code stays in its box until the gateway took it.
+   */
+  function redeemLinkCode() {
+    const code = ui.codeInput.value.trim();
+    if (!code) {
+      showError({ code: "link" }, "Type the link code you were given, like ABCD-EFGH.");
+      markCodeInvalid(true);
+      ui.codeInput.focus();
+      return Promise.resolve();
+    }
+    return linkRequest(ui.redeem, async () => {
+      let session;
+      try {
+        session = await authorized("POST", "/widget/v1/link", { code });
+      } catch (error) {
+        showError(error, describeLinkError(error));
+        markCodeInvalid(true);
+        ui.codeInput.focus();
+        return;
+      }
+      // The visitor token (if any) is kept: its identity is the code's person's now, so a reload
+      // continues as them.
+      adoptSession(session);
+      clearError();
+      ui.codeInput.value = "";
+      ui.codeBox.hidden = true; // a code got before is the old person's
+      setLinkingOpen(false);
+      ui.text.focus();
+      try {
+        await switchConversation();
+      } catch (error) {
+        showError(error);
+        return;
+      }
+      const who = (session.person && session.person.display_name) || "the other channel";
+      setStatus(`Linked: this chat continues the conversation of ${who}.`);
+    });
+  }
+
   /** Session, newest history, stream: once, when the panel first opens. */
   function start() {
     if (!state.started) {
@@ -737,7 +998,20 @@
     ui.launcher.addEventListener("click", () => setOpen(!isOpen(), { focus: true }));
     ui.close.addEventListener("click", () => setOpen(false, { focus: true }));
     ui.panel.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") setOpen(false, { focus: true });
+      if (event.key !== "Escape") return;
+      // Escape in the link row (or on its toggle) closes the row first, and focus goes back.
+      const inLinking = ui.row.contains(root.activeElement) || root.activeElement === ui.linkToggle;
+      if (isLinkingOpen() && inLinking) setLinkingOpen(false, { focus: true });
+      else setOpen(false, { focus: true });
+    });
+    ui.linkToggle.addEventListener("click", () => {
+      setLinkingOpen(!isLinkingOpen(), { focus: true });
+    });
+    ui.getCode.addEventListener("click", getLinkCode);
+    ui.copy.addEventListener("click", copyLinkCode);
+    ui.take.addEventListener("submit", (event) => {
+      event.preventDefault();
+      redeemLinkCode();
     });
     ui.fresh.addEventListener("click", startFresh);
     ui.earlier.addEventListener("click", showEarlier);
@@ -771,7 +1045,7 @@
   position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0;
   overflow: hidden; clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap;
 }
-button, textarea { font: inherit; color: inherit; }
+button, textarea, input { font: inherit; color: inherit; }
 :focus-visible { outline: 3px solid #f5b400; outline-offset: 2px; }
 
 .launcher, .panel {
@@ -805,6 +1079,41 @@ button, textarea { font: inherit; color: inherit; }
 }
 .header button:hover { background: rgba(255, 255, 255, .15); }
 .header .close { padding: 2px 10px 4px; font-size: 20px; line-height: 1; }
+.header .link-toggle[aria-expanded="true"] { background: #fff; color: #2845b8; }
+
+.linking {
+  display: flex; flex-direction: column; gap: 12px; max-height: 55%; overflow-y: auto;
+  padding: 10px 12px; font-size: 14px; background: #fff; border-bottom: 1px solid #d6d8e0;
+}
+.link-part { margin: 0; min-width: 0; }
+.link-part + .link-part { padding-top: 10px; border-top: 1px solid #e1e3ea; }
+.link-title { margin: 0 0 2px; font-weight: 600; }
+.link-text { margin: 0 0 6px; color: #51545f; }
+.link-text code { padding: 0 4px; border-radius: 4px; background: #eceef4; color: #1c1d22; }
+.link-code-line {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 4px 12px; margin: 8px 0 4px;
+}
+.link-code-line p { margin: 0; }
+.link-hint { margin: 4px 0 0; }
+.link-code {
+  font: 600 20px/1.2 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
+  letter-spacing: .06em; user-select: all;
+}
+.link-part label { display: block; margin: 0 0 2px; }
+.link-row { display: flex; gap: 8px; }
+.link-row input {
+  flex: 1; min-width: 0; min-height: 40px; padding: 6px 10px;
+  border: 1px solid #a9adbb; border-radius: 10px; background: #fff;
+  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
+}
+.link-row input[aria-invalid="true"] { border-color: #b3261e; }
+.link-button {
+  min-height: 40px; padding: 0 14px; border: 1px solid #2845b8; border-radius: 10px;
+  background: #fff; color: #2845b8; font-weight: 600; cursor: pointer;
+}
+.link-button.primary { background: #2845b8; color: #fff; }
+.link-button[aria-disabled="true"] { opacity: .6; }
+.link-copied { margin: 0 0 4px; }
 
 .log {
   flex: 1; overflow-y: auto; overscroll-behavior: contain; padding: 12px; background: #f7f8fb;
@@ -872,6 +1181,11 @@ button, textarea { font: inherit; color: inherit; }
   .author { color: #eceef4; }
   .notice { background: #2b2d35; color: #c9ccd6; }
   .earlier { background: #23252c; color: #aebfff; border-color: #aebfff; }
+  .linking, .link-row input, .link-button { background: #2b2d35; border-color: #3a3d48; }
+  .link-text { color: #b4b7c2; }
+  .link-text code { background: #23252c; color: #eceef4; }
+  .link-button { color: #aebfff; border-color: #aebfff; }
+  .link-button.primary { background: #2845b8; color: #fff; border-color: #2845b8; }
 }
 `;
   }

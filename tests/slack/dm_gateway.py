@@ -1,0 +1,95 @@
+"""The gateway with a Slack app for the role `echo`, over real HTTP on loopback, against the fake
+Slack: `SlackGateway.post_event` sends Slack's signed Events API request; `api` and `widget` are
+the operator API and the web widget of the same gateway."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestServer
+
+from core.roles import Role
+from gateway.app import build_app
+from gateway.settings import Settings
+from tests.api.conftest import TOKEN, Api
+from tests.cli.conftest import free_port
+from tests.slack.fake_slack import FakeSlack, signed_request_headers
+from tests.web.conftest import Widget
+
+SIGNING = "SLACK_ECHO_SIGNING_SECRET"
+BOT = "SLACK_ECHO_BOT_TOKEN"
+APP = "SLACK_ECHO_APP_TOKEN"
+
+
+def echo_role(mode: str = "http") -> Role:
+    slack: dict[str, Any] = {"mode": mode, "bot_token": BOT}
+    slack |= {"signing_secret": SIGNING} if mode == "http" else {"app_token": APP}
+    return Role(
+        name="echo",
+        display_name="Echo",
+        description="Says back what it is told.",
+        runtime={"kind": "builtin", "agent": "echo"},
+        slack=slack,
+    )
+
+
+class SlackGateway:
+    def __init__(self, server: TestServer, http: aiohttp.ClientSession, fake: FakeSlack):
+        self.server = server
+        self.http = http
+        self.fake = fake
+        self.api = Api(server, http)
+
+    def widget(self, origin: str | None = None) -> Widget:
+        return Widget(self.server, self.http, origin)
+
+    async def post_event(
+        self,
+        payload: dict[str, Any],
+        *,
+        headers: dict[str, str] | None = None,
+        secret: str | None = None,
+    ) -> tuple[int, str]:
+        body = json.dumps(payload).encode()
+        signed = signed_request_headers(body, secret or self.fake.app.signing_secret)
+        sent = {"Content-Type": "application/json", **signed, **(headers or {})}
+        async with self.http.post(
+            self.server.make_url("/slack/echo/events"), data=body, headers=sent
+        ) as resp:
+            return resp.status, await resp.text()
+
+
+def slack_settings(tmp_path: Path, fake: FakeSlack, port: int) -> Settings:
+    return Settings(
+        var_dir=tmp_path,
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
+        port=port,
+        slack_api_url=fake.api_url,
+        slack_pace=0,
+    )
+
+
+@asynccontextmanager
+async def slack_gateway(
+    tmp_path: Path, fake: FakeSlack, *, mode: str = "http", port: int | None = None
+) -> AsyncIterator[SlackGateway]:
+    port = port or free_port()
+    secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
+    app = build_app(
+        slack_settings(tmp_path, fake, port),
+        api_token=TOKEN,
+        roles={"echo": echo_role(mode)},
+        secrets=secrets,
+    )
+    server = TestServer(app, host="127.0.0.1", port=port)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            yield SlackGateway(server, http, fake)
+    finally:
+        await server.close()
