@@ -210,6 +210,7 @@ class FakeSlack:
             "conversations.history": self._conversations_history,
             "conversations.replies": self._conversations_replies,
             "conversations.open": self._conversations_open,
+            "conversations.members": self._conversations_members,
             "users.info": self._users_info,
             "assistant.threads.setStatus": self._assistant_set_status,
             "apps.connections.open": self._apps_connections_open,
@@ -697,6 +698,11 @@ class FakeSlack:
         root = parent.get("thread_ts", parent["ts"])
         thread = [m for m in found.messages.values() if root in (m["ts"], m.get("thread_ts"))]
         return _page(thread, args, keep_first=True)
+
+    def _conversations_members(self, bot: Bot, args: dict[str, Any]) -> dict[str, Any]:
+        found = self._channel(bot, args.get("channel"))
+        _need(bot, _OPEN_SCOPE[found.type].replace(":write", ":read"))
+        return {"members": sorted(found.members), "response_metadata": {"next_cursor": ""}}
 
     def _conversations_open(self, bot: Bot, args: dict[str, Any]) -> dict[str, Any]:
         uids = [uid.strip() for uid in str(args.get("users") or "").split(",") if uid.strip()]

@@ -10,7 +10,7 @@ import asyncio
 import time
 
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
-from tests.slack.fake_slack import ALICE, FakeSlack, retry_headers, url_verification
+from tests.slack.fake_slack import ALICE, BOB, FakeSlack, retry_headers, url_verification
 
 
 async def _eventually(check, within: float = 10.0):  # type: ignore[no-untyped-def]
@@ -210,3 +210,24 @@ async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeS
         [post] = await fake_slack.wait_for("chat.postMessage")
         assert post.args["text"] == "by socket"
         assert [e["text"] for e in await _timeline(gw)] == ["by socket", "by socket"]
+
+
+async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        group = fake_slack.mpim_channel(ALICE, BOB)
+        await gw.post_event(fake_slack.user_message(ALICE, "hello both", channel=group))
+        [post] = await fake_slack.wait_for("chat.postMessage")
+        assert post.args["channel"] == group and post.args["text"] == "hello both"
+        threads = (await gw.api.get("/api/v1/threads?participant=person:bob")).body["threads"]
+        [thread] = threads
+        members = {p["address"] for p in thread["participants"]}
+        assert members == {"person:alice", "person:bob", "role:echo"}
+
+
+async def test_the_dm_shows_the_role_working_while_its_turn_runs(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        said = fake_slack.user_message(ALICE, "are you there?")
+        await gw.post_event(said)
+        calls = await fake_slack.wait_for("assistant.threads.setStatus", 2)
+        assert [c.args["status"] for c in calls] == ["Echo is working…", ""]
+        assert {c.args["thread_ts"] for c in calls} == {said["event"]["ts"]}
