@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +15,8 @@ from core.storage.database import Database
 from core.timeline import AnyEvent, Message, Retraction, SystemNote, rfc3339
 
 NAMES_KEPT = 10_000
+FRAMES_KEPT = 4_096
+"""Rendered frames kept: the latest events, once per viewer."""
 
 
 class Names:
@@ -75,3 +78,31 @@ async def widget_event(event: AnyEvent, *, viewer: Address, names: Names) -> dic
                 shown["archive_before"] = event.seq
             return shown
     return None
+
+
+class Frames:
+    """Server-Sent Events frames of timeline events, rendered once per event and viewer: a
+    message to a conversation with many open widgets is encoded once, not once per stream."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, Address, bool], bytes] = OrderedDict()
+
+    async def of(self, event: AnyEvent, viewer: Address, names: Names) -> bytes:
+        """The frame (empty when the widget does not show the event)."""
+        key = (event.id, viewer, isinstance(event, Message) and event.retracted)
+        if (frame := self._kept.get(key)) is not None:
+            return frame
+        shown = await widget_event(event, viewer=viewer, names=names)
+        frame = b""
+        if shown is not None:  # json.dumps escapes newlines: the data is one line
+            data = json.dumps(shown)
+            frame = f"id: {event.seq}\r\nevent: timeline\r\ndata: {data}\r\n\r\n".encode()
+        self._kept[key] = frame
+        while len(self._kept) > FRAMES_KEPT:
+            self._kept.popitem(last=False)
+        return frame
+
+
+def working_frame(role: str, working: bool) -> bytes:
+    data = json.dumps({"role": role, "working": working})
+    return f"event: working\r\ndata: {data}\r\n\r\n".encode()

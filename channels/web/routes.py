@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,9 +21,16 @@ from aiohttp import web
 from aiohttp_sse import EventSourceResponse
 
 from channels.web.limits import PostingRate
-from channels.web.present import Names, widget_event
+from channels.web.present import Frames, Names, widget_event, working_frame
 from channels.web.sites import Site, Sites, check_origin
-from channels.web.stream import Fanout, Overflowed, Subscription, ViewerState, Working
+from channels.web.stream import (
+    Closed,
+    Fanout,
+    Overflowed,
+    Subscription,
+    ViewerState,
+    Working,
+)
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
 from core.errors import InvalidInput, NotAllowed, TooLarge
 from core.host.host import RunHost
@@ -58,6 +64,7 @@ class WebChannel:
     names: Names
     base_url: str
     fanout: Fanout = field(default_factory=Fanout)
+    frames: Frames = field(default_factory=Frames)
     streams: set[EventSourceResponse] = field(default_factory=set)
 
 
@@ -475,13 +482,17 @@ async def _serve(
     state: ViewerState,
     last: int,
 ) -> None:
-    """Send what the browser missed, then what happens, until the browser goes away."""
+    """Send what the browser missed, then what happens, until the browser goes away.
+
+    A timeline event's frame is rendered once per viewer, however many of their streams are
+    open (`Frames`), and written as it is; the stream waits on its queue alone — the connection
+    closing puts a `Closed` marker in it."""
     thread_id = subscription.thread_id
 
     async def send(event: AnyEvent) -> None:
-        shown = await widget_event(event, viewer=state.viewer, names=channel.names)
-        if shown is not None:
-            await response.send(json.dumps(shown), id=str(event.seq), event="timeline")
+        frame = await channel.frames.of(event, state.viewer, channel.names)
+        if frame:
+            await response.write(frame)
 
     async def catch_up(last: int) -> int:
         while True:
@@ -496,24 +507,21 @@ async def _serve(
                 return last
 
     closed = asyncio.ensure_future(response.wait())
+    closed.add_done_callback(lambda _: subscription.close())
     try:
         # Reconnect a second after a drop (browsers wait about three by default).
         await response.send("{}", event="ready", retry=RECONNECT_MS)
         last = await catch_up(last)
         for role in channel.fanout.working(thread_id):
-            await response.send(json.dumps({"role": role, "working": True}), event="working")
+            await response.write(working_frame(role, True))
         while True:
-            item_task = asyncio.ensure_future(subscription.next())
-            done, _ = await asyncio.wait({item_task, closed}, return_when=asyncio.FIRST_COMPLETED)
-            if item_task not in done:
-                item_task.cancel()
+            item = await subscription.next()
+            if isinstance(item, Closed):
                 return
-            item = item_task.result()
             if isinstance(item, Overflowed):
                 last = await catch_up(last)
             elif isinstance(item, Working):
-                payload = {"role": item.role, "working": item.working}
-                await response.send(json.dumps(payload), event="working")
+                await response.write(working_frame(item.role, item.working))
             elif item.seq <= last:
                 continue  # sent already, from the database
             elif item.seq > last + 1:

@@ -38,7 +38,14 @@ class Overflowed:
 
 OVERFLOWED = Overflowed()
 
-Item = AnyEvent | Working | Overflowed
+
+class Closed:
+    """The browser has gone: the stream ends."""
+
+
+CLOSED = Closed()
+
+Item = AnyEvent | Working | Overflowed | Closed
 
 
 class Subscription:
@@ -55,6 +62,9 @@ class Subscription:
             self.queue.put_nowait(OVERFLOWED)
             return
         self.queue.put_nowait(item)
+
+    def close(self) -> None:
+        self.queue.put_nowait(CLOSED)
 
     async def next(self) -> Item:
         item = await self.queue.get()

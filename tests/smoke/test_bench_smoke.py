@@ -72,3 +72,14 @@ def test_fanout_benchmark_times_both_paths() -> None:
     assert [r.kind for r in result.rounds] == [fanout.TASK, fanout.MESSAGE] * 2
     assert all(r.delivered == 10 and r.twice == 0 for r in result.rounds)
     assert all(0 < r.first_seconds <= r.total_seconds <= r.settled_seconds for r in result.rounds)
+
+
+def test_sse_benchmark_delivers_every_message_once_and_writes_its_section(tmp_path: Path) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.sse_only(report, streams=20, messages=3, reconnect=5, missed=2)
+    assert section[0] == run_all.SSE_HEADING
+    assert "Every stream received every message exactly once, in seq order (20 streams by 7" in (
+        " ".join(" ".join(section).split())
+    )
+    assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Widget")
