@@ -35,7 +35,7 @@ from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
 from core.errors import InvalidInput, NotAllowed, TooLarge
 from core.host.host import RunHost
 from core.participants import Address, ParticipantSet
-from core.people import Identity, parse_identity
+from core.people import Identity, Person, parse_identity
 from core.storage.database import Database
 from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
 from gateway.api import DATABASE_KEY, HOST_KEY, query_bool, query_int, read_object, read_query
@@ -187,9 +187,8 @@ async def start_session(request: web.Request) -> web.Response:
         identity = _identity(site, user.sub)
         person = await database.people.resolve(identity, display_name=user.name, email=user.email)
         if body.get("visitor_token") is not None:  # a visitor who signs in keeps what they said
-            visitor = _identity(site, "visitor:" + channel.keys.read_visitor(
-                body["visitor_token"], site=site.name
-            ))  # fmt: skip
+            visitor_id = channel.keys.read_visitor(body["visitor_token"], site=site.name)
+            visitor = _identity(site, "visitor:" + visitor_id)
             person = await _link_visitor(database, visitor, person.slug)
     else:
         if body.get("visitor_token") is not None:
@@ -229,7 +228,7 @@ def _identity(site: Site, user: str) -> Identity:
     return parse_identity(f"web:{site.name}:{user}")
 
 
-async def _link_visitor(database: Database, visitor: Identity, slug: str) -> Any:
+async def _link_visitor(database: Database, visitor: Identity, slug: str) -> Person:
     """Move the visitor identity to the signed-in person (merging the visitor's conversations
     into theirs, `core.people`), unless it is theirs already."""
     owner = await database.people.of_identity(visitor)
