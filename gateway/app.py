@@ -122,12 +122,8 @@ def build_app(
 
 
 def _secret_names(roles: Iterable[Role]) -> set[str]:
-    names: set[str] = set()
-    for role in roles:
-        if role.slack is not None:
-            slack = role.slack
-            names |= {n for n in (slack.signing_secret, slack.bot_token, slack.app_token) if n}
-    return names
+    """The settings the roles' manifests name (their Slack apps' secrets)."""
+    return {name for role in roles if role.slack is not None for name in role.slack.setting_names}
 
 
 async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -8,6 +8,10 @@ A pure function of the role and two options, the mode and the gateway's public b
     http        Slack posts events to `<base>/slack/<role>/events` (channels/slack/routes.py)
     socket      no request URL: the gateway connects to Slack (`socket_mode_enabled: true`)
 
+A role installed in many workspaces over OAuth (`slack.client_id`, an HTTP mode app) also gets
+its OAuth redirect URL, `<base>/slack/<role>/oauth_redirect` (channels/slack/install.py), and
+the two events that say a workspace let the app go (`OAUTH_EVENTS`).
+
 It asks for exactly what the adapter in `channels/slack/` uses and nothing more (`SCOPES`,
 `EVENTS`, each with the call or event that needs it), so the test compares the manifest with a
 reviewed fixture. Names come from the role, shortened to Slack's limits at a word boundary.
@@ -40,6 +44,12 @@ EVENTS: tuple[tuple[str, str], ...] = (
 )
 """The bot events, and what each carries."""
 
+OAUTH_EVENTS: tuple[tuple[str, str], ...] = (
+    ("app_uninstalled", "a workspace removed the app: its installation is deleted"),
+    ("tokens_revoked", "a workspace revoked the bot's token: its installation is deleted"),
+)
+"""The bot events of an app installed over OAuth, on top of `EVENTS` (no scope needed)."""
+
 NAME_LIMIT = 35
 DESCRIPTION_LIMIT = 140
 BOT_NAME_LIMIT = 80
@@ -63,15 +73,20 @@ def app_manifest(
     if description:
         about["description"] = shorten(description, DESCRIPTION_LIMIT)
     events: dict[str, Any] = {}
+    oauth: dict[str, Any] = {}
     if chosen == "http":
         if base_url is None:
             raise ManifestOptionError("an HTTP mode app needs the gateway's public base URL")
         events["request_url"] = events_url(check_base_url(base_url), role.name)
+        if installed_over_oauth(role):
+            oauth["redirect_urls"] = [oauth_redirect_url(check_base_url(base_url), role.name)]
     elif base_url is not None:
         raise ManifestOptionError(
             "a Socket Mode app has no request URL: the gateway connects to Slack"
         )
-    events["bot_events"] = [name for name, _ in EVENTS]
+    bot_events = EVENTS + OAUTH_EVENTS if installed_over_oauth(role) else EVENTS
+    events["bot_events"] = [name for name, _ in bot_events]
+    oauth["scopes"] = {"bot": [name for name, _ in SCOPES]}
     return {
         "display_information": about,
         "features": {
@@ -91,7 +106,7 @@ def app_manifest(
                 ),
             },
         },
-        "oauth_config": {"scopes": {"bot": [name for name, _ in SCOPES]}},
+        "oauth_config": oauth,
         "settings": {
             "event_subscriptions": events,
             "interactivity": {"is_enabled": False},
@@ -135,6 +150,16 @@ def check_base_url(url: str) -> str:
 def events_url(base_url: str, role_name: str) -> str:
     """Where Slack posts the events of the role's app (`channels/slack/routes.py`)."""
     return f"{base_url}/slack/{role_name}/events"
+
+
+def oauth_redirect_url(base_url: str, role_name: str) -> str:
+    """Where Slack sends the browser back after someone installs the role's app
+    (`channels/slack/install.py`)."""
+    return f"{base_url}/slack/{role_name}/oauth_redirect"
+
+
+def installed_over_oauth(role: Role) -> bool:
+    return role.slack is not None and role.slack.oauth
 
 
 def render(role: Role, manifest: dict[str, Any], *, command: str) -> str:

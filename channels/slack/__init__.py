@@ -5,5 +5,7 @@ role, the same conversation they have in the widget (docs/slack.md).
     inbound.py    Slack events into the timeline: messages, edits, deletions, DM commands
     delivery.py   the timeline into Slack: the role's messages, others' as quoted context,
                   retractions as deletions, "working…" while a turn runs
-    routes.py     wiring: /slack/{role}/events, Socket Mode, the delivery workers
+    install.py    installing in many workspaces over OAuth, kept in our database
+    routes.py     wiring: /slack/{role}/events, /install and /oauth_redirect, Socket Mode, the
+                  delivery workers
 """

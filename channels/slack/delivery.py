@@ -16,6 +16,10 @@ accepted the post: a restart re-posts nothing Slack has and loses nothing it has
 whose answer never came (a timeout) is looked for in the channel's history, by the message id
 in its metadata, before it is posted again. Posts to one channel are paced (`pace` seconds
 apart); 429s are waited out by the SDK's retry handler.
+
+Each post is made with the bot token of the DM's workspace (`Clients`): the one token of an app
+installed in one workspace, or the workspace's installation's. A workspace the app is no longer
+installed in takes nothing: its messages are skipped (and logged), the others' go on.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.apps import Clients, NotInstalled
 from core.errors import NotFound
 from core.participants import Address, ParticipantKind, kind_of
 from core.roles import Role
@@ -51,7 +56,9 @@ PERMANENT = frozenset(
 )
 """Slack's answers about the message or its channel that no retry changes: the message is
 skipped (and logged). Anything else — a revoked token, a missing scope, Slack being down — is
-retried with backoff and holds the role's delivery until it is fixed: nothing is lost."""
+retried with backoff and holds the role's delivery until it is fixed: nothing is lost. (An app
+installed over OAuth looks a refused token up again, and skips a workspace it is no longer
+installed in: `Clients`.)"""
 ANSWERED_LOOKBACK = 50
 """Timeline events looked back through for the person's Slack message a reply answers."""
 
@@ -64,11 +71,11 @@ class _Post:
 
 class Delivery:
     def __init__(
-        self, role: Role, database: Database, client: AsyncWebClient, *, pace: float = 1.0
+        self, role: Role, database: Database, clients: Clients, *, pace: float = 1.0
     ) -> None:
         self.role = role
         self._db = database
-        self._client = client
+        self._clients = clients
         self._pace = pace
         self._bindings: dict[ThreadId, SlackBinding] = {}
         self._last_post: dict[str, float] = {}
@@ -126,14 +133,15 @@ class Delivery:
         if role != self.role.name or binding is None or ts is None:
             return
         status = f"{self.role.display_name} is working…" if working else ""
-        asyncio.get_running_loop().create_task(self._status(binding.channel_id, ts, status))
+        asyncio.get_running_loop().create_task(self._status(binding, ts, status))
 
-    async def _status(self, channel: str, thread_ts: str, status: str) -> None:
+    async def _status(self, binding: SlackBinding, thread_ts: str, status: str) -> None:
         try:
-            await self._client.assistant_threads_setStatus(
-                channel_id=channel, thread_ts=thread_ts, status=status
+            client = await self._clients.for_team(binding.team_id)
+            await client.assistant_threads_setStatus(
+                channel_id=binding.channel_id, thread_ts=thread_ts, status=status
             )
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as error:
+        except (SlackApiError, aiohttp.ClientError, TimeoutError, NotInstalled) as error:
             log.debug("slack status not shown: %s", error)
 
     # --- the loop -----------------------------------------------------------------------------
@@ -167,12 +175,12 @@ class Delivery:
 
     async def _deliver(self, binding: SlackBinding, event: AnyEvent) -> None:
         if isinstance(event, Retraction):
-            await self._retract(event)
+            await self._retract(binding, event)
             return
         post = await self._post_for(event)
         if post is None:
             return
-        ts = await self._send(binding.channel_id, event, post)
+        ts = await self._send(binding, event, post)
         if ts is not None:  # its ts and the cursor past it, in one transaction
             await self._db.slack.posted(
                 PostedToSlack(
@@ -222,25 +230,34 @@ class Delivery:
         self._names[author] = name
         return name
 
-    async def _retract(self, retraction: Retraction) -> None:
+    async def _retract(self, binding: SlackBinding, retraction: Retraction) -> None:
         post = await self._db.slack.post_of(self.role.name, retraction.target)
         if post is None or not post.outbound:
             return  # not ours to delete: a person's own message, or one never posted
         try:
-            await self._client.chat_delete(channel=post.channel_id, ts=post.ts)
+            client = await self._clients.for_team(binding.team_id)
+        except NotInstalled as error:
+            log.warning("slack message %s not deleted: %s", retraction.target, error)
+            return
+        try:
+            await client.chat_delete(channel=post.channel_id, ts=post.ts)
         except SlackApiError as error:
             log.info("slack refused to delete (%s); marking it retracted", error.response["error"])
             with contextlib.suppress(SlackApiError):
-                await self._client.chat_update(
-                    channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE
-                )
+                await client.chat_update(channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE)
 
-    async def _send(self, channel: str, event: AnyEvent, post: _Post) -> str | None:
+    async def _send(self, binding: SlackBinding, event: AnyEvent, post: _Post) -> str | None:
         """Post it once; its ts, or None when Slack will never take it (logged)."""
+        channel = binding.channel_id
         for attempt in range(POST_ATTEMPTS):
             await self._paced(channel)
             try:
-                answer = await self._client.chat_postMessage(
+                client = await self._clients.for_team(binding.team_id)
+            except NotInstalled as error:
+                log.warning("slack will not take message %s: %s", event.id, error)
+                return None
+            try:
+                answer = await client.chat_postMessage(
                     channel=channel,
                     text=post.text,
                     thread_ts=post.thread_ts,
@@ -253,24 +270,27 @@ class Delivery:
                 if code in PERMANENT:
                     log.warning("slack will not take message %s: %s", event.id, code)
                     return None
+                self._clients.refused(binding.team_id, client, code)
                 log.info("slack post failed (%s), attempt %d", code, attempt + 1)
             except (TimeoutError, aiohttp.ClientError) as error:
                 log.info("slack post unanswered (%s): looking for it", type(error).__name__)
-                if (found := await self._find(channel, event, post.thread_ts)) is not None:
+                if (found := await self._find(client, channel, event, post.thread_ts)) is not None:
                     return found
             await asyncio.sleep(RETRY_PAUSE * 2**attempt)
         raise RuntimeError(f"message {event.id} could not be posted to slack")
 
-    async def _find(self, channel: str, event: AnyEvent, thread_ts: str | None) -> str | None:
+    async def _find(
+        self, client: AsyncWebClient, channel: str, event: AnyEvent, thread_ts: str | None
+    ) -> str | None:
         """The ts of our post of this event, if Slack has it after all (a reply in a thread
         is found among the thread's replies, not in the channel's history)."""
         try:
             if thread_ts is not None:
-                answer = await self._client.conversations_replies(
+                answer = await client.conversations_replies(
                     channel=channel, ts=thread_ts, limit=200, include_all_metadata=True
                 )
             else:
-                answer = await self._client.conversations_history(
+                answer = await client.conversations_history(
                     channel=channel, limit=50, include_all_metadata=True
                 )
         except (SlackApiError, TimeoutError, aiohttp.ClientError):

@@ -75,7 +75,6 @@ class Inbound:
         role: Role,
         database: Database,
         host: RunHost,
-        client: AsyncWebClient,
         delivery: Delivery,
     ) -> None:
         """`delivery` is told when a DM becomes (or changes) which conversation it is, and what
@@ -84,7 +83,6 @@ class Inbound:
         self.role = role
         self._db = database
         self._host = host
-        self._client = client
         self._people: OrderedDict[tuple[str, str], Address] = OrderedDict()
         self._threads: OrderedDict[tuple[str, str], ThreadId] = OrderedDict()
 
@@ -100,18 +98,22 @@ class Inbound:
         if body.get("event_id"):
             await self._db.slack.seen(self._delivery(body, body.get("event", {})))
 
-    async def on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def on_message(
+        self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        """A `message` event; `client` is bolt's, authorized for the event's workspace."""
         delivery = self._delivery(body, event)
         said = _said(event)
         if said is None or event.get("channel_type") not in ("im", "mpim"):
             await self._db.slack.seen(delivery)
             return
         plain = not said.deleted and not said.replaces and event.get("channel_type") == "im"
-        if plain and await self._command(delivery, said):
+        if plain and await self._command(client, delivery, said):
             return
         try:
-            author = await self._person(delivery.team_id, said.user)
-            thread_id = await self._thread(delivery, author, event.get("channel_type") == "mpim")
+            author = await self._person(client, delivery.team_id, said.user)
+            group = event.get("channel_type") == "mpim"
+            thread_id = await self._thread(client, delivery, author, group)
             if said.deleted:
                 await self._db.slack.retract(RetractFromSlack(thread_id, delivery, author, said.ts))
             else:
@@ -130,11 +132,11 @@ class Inbound:
         except RolecallError as error:  # a rule refused it (a removed person, say): say why
             await self._db.slack.seen(delivery)
             log.info("slack message refused: %s", error.message)
-            await self._tell(delivery.channel_id, f"That was not recorded: {error.message}")
+            await _tell(client, delivery.channel_id, f"That was not recorded: {error.message}")
 
     # --- commands -----------------------------------------------------------------------------
 
-    async def _command(self, delivery: SlackDelivery, said: _Said) -> bool:
+    async def _command(self, client: AsyncWebClient, delivery: SlackDelivery, said: _Said) -> bool:
         """Handle `new`, `help` and `link <code>`; False when the text is a message."""
         text = said.text
         if not (_NEW.match(text) or _HELP.match(text) or _LINK.match(text)):
@@ -142,38 +144,34 @@ class Inbound:
         if not await self._db.slack.seen(delivery):
             return True  # a retry of a command already carried out
         if _HELP.match(text):
-            await self._tell(delivery.channel_id, help_text(self.role))
+            await _tell(client, delivery.channel_id, help_text(self.role))
         elif _NEW.match(text):
-            author = await self._person(delivery.team_id, said.user)
-            thread_id = await self._thread(delivery, author, False)
+            author = await self._person(client, delivery.team_id, said.user)
+            thread_id = await self._thread(client, delivery, author, False)
             run, _ = await self._db.runs.ensure_conversation_run(thread_id, self.role.name)
             await self._host.start_fresh(run.id)
         elif match := _LINK.match(text):
-            await self._link(delivery, said.user, match.group(1))
+            await self._link(client, delivery, said.user, match.group(1))
         return True
 
-    async def _link(self, delivery: SlackDelivery, user: str, code: str) -> None:
+    async def _link(
+        self, client: AsyncWebClient, delivery: SlackDelivery, user: str, code: str
+    ) -> None:
         identity = self._identity(delivery.team_id, user)
         try:
             person = await self._db.people.redeem(code, identity)
         except RolecallError as error:
-            await self._tell(delivery.channel_id, f"That code did not work: {error.message}")
+            await _tell(client, delivery.channel_id, f"That code did not work: {error.message}")
             return
         self._people.pop((delivery.team_id, user), None)
         self._threads.pop((delivery.team_id, delivery.channel_id), None)
-        await self._thread(delivery, person.address, False)  # the DM is their conversation now
-        await self._tell(
+        await self._thread(client, delivery, person.address, False)  # their conversation now
+        await _tell(
+            client,
             delivery.channel_id,
             f"Linked: you are {person.display_name} here too. This DM now continues that "
             "conversation.",
         )
-
-    async def _tell(self, channel: str, text: str) -> None:
-        """A word from the gateway, not a message of the conversation."""
-        try:
-            await self._client.chat_postMessage(channel=channel, text=text)
-        except SlackApiError as error:
-            log.warning("could not answer in slack: %s", error.response.get("error"))
 
     # --- who and where ------------------------------------------------------------------------
 
@@ -189,12 +187,12 @@ class Inbound:
     def _identity(self, team: str, user: str) -> Identity:
         return parse_identity(f"slack:{team.lower()}:{user}")
 
-    async def _person(self, team: str, user: str) -> Address:
+    async def _person(self, client: AsyncWebClient, team: str, user: str) -> Address:
         key = (team, user)
         if (known := self._people.get(key)) is not None:
             self._people.move_to_end(key)
             return known
-        name, email = await self._profile(user)
+        name, email = await _profile(client, user)
         person = await self._db.people.resolve(
             self._identity(team, user), display_name=name, email=email
         )
@@ -203,24 +201,15 @@ class Inbound:
             self._people.popitem(last=False)
         return person.address
 
-    async def _profile(self, user: str) -> tuple[str, str | None]:
-        try:
-            answer = await self._client.users_info(user=user)
-        except SlackApiError:
-            return user, None
-        info = answer.get("user") or {}
-        profile = info.get("profile") or {}
-        name = profile.get("display_name") or info.get("real_name") or info.get("name") or user
-        email = profile.get("email")
-        return str(name).strip() or user, email if isinstance(email, str) and email else None
-
-    async def _thread(self, delivery: SlackDelivery, author: Address, group: bool) -> ThreadId:
+    async def _thread(
+        self, client: AsyncWebClient, delivery: SlackDelivery, author: Address, group: bool
+    ) -> ThreadId:
         key = (delivery.team_id, delivery.channel_id)
         if (known := self._threads.get(key)) is not None:
             return known
         members = [author, self.role.address]
         if group:
-            members += await self._group_members(delivery, author)
+            members += await self._group_members(client, delivery, author)
         thread, _ = await self._db.threads.resolve(ParticipantSet.of(members))
         binding = SlackBinding(delivery.team_id, delivery.channel_id, thread.id)
         await self._db.slack.bind(self.role.name, binding)
@@ -230,14 +219,37 @@ class Inbound:
             self._threads.popitem(last=False)
         return thread.id
 
-    async def _group_members(self, delivery: SlackDelivery, author: Address) -> list[Address]:
-        answer = await self._client.conversations_members(channel=delivery.channel_id)
-        bot = (await self._client.auth_test()).get("user_id")
+    async def _group_members(
+        self, client: AsyncWebClient, delivery: SlackDelivery, author: Address
+    ) -> list[Address]:
+        answer = await client.conversations_members(channel=delivery.channel_id)
+        bot = (await client.auth_test()).get("user_id")
         people = []
         for user in answer.get("members") or []:
             if user != bot:
-                people.append(await self._person(delivery.team_id, str(user)))
+                people.append(await self._person(client, delivery.team_id, str(user)))
         return [p for p in people if p != author]
+
+
+async def _tell(client: AsyncWebClient, channel: str, text: str) -> None:
+    """A word from the gateway, not a message of the conversation."""
+    try:
+        await client.chat_postMessage(channel=channel, text=text)
+    except SlackApiError as error:
+        log.warning("could not answer in slack: %s", error.response.get("error"))
+
+
+async def _profile(client: AsyncWebClient, user: str) -> tuple[str, str | None]:
+    """A Slack user's name and email (as far as the app's scopes show them)."""
+    try:
+        answer = await client.users_info(user=user)
+    except SlackApiError:
+        return user, None
+    info = answer.get("user") or {}
+    profile = info.get("profile") or {}
+    name = profile.get("display_name") or info.get("real_name") or info.get("name") or user
+    email = profile.get("email")
+    return str(name).strip() or user, email if isinstance(email, str) and email else None
 
 
 def _said(event: dict[str, Any]) -> _Said | None:

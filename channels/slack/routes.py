@@ -1,6 +1,8 @@
 """Wiring the Slack channel into the application: for every role whose manifest has a `slack:`
 section, its bolt app (events over HTTP at `/slack/{role}/events`, or over Socket Mode), its
-inbound handlers and its delivery worker, started and stopped with the gateway."""
+inbound handlers and its delivery worker, started and stopped with the gateway; for a role
+installed over OAuth, its install flow too (`/slack/{role}/install`, `/slack/{role}/oauth_redirect`;
+`channels/slack/install.py`), whose stores share one engine on the gateway's database."""
 
 from __future__ import annotations
 
@@ -12,8 +14,17 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from channels.slack.apps import SlackCredentials, bolt_app, credentials, web_client
+from channels.slack import install
+from channels.slack.apps import (
+    Clients,
+    SlackCredentials,
+    bolt_app,
+    credentials,
+    web_client,
+)
 from channels.slack.delivery import Delivery
 from channels.slack.inbound import Inbound
 from core.roles import Role
@@ -31,6 +42,7 @@ class SlackRole:
     bolt: AsyncApp | None = None
     delivery: Delivery | None = None
     socket: AsyncSocketModeHandler | None = None
+    oauth: AsyncOAuthFlow | None = None
 
 
 SLACK_KEY = web.AppKey("slack", dict[str, SlackRole])
@@ -54,6 +66,8 @@ def add_routes(
     }
     app[SLACK_KEY] = slack
     app.router.add_post("/slack/{role}/events", events)
+    app.router.add_get("/slack/{role}/install", install_page)
+    app.router.add_get("/slack/{role}/oauth_redirect", oauth_redirect)
     if slack:
         app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
 
@@ -62,13 +76,23 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
     database, host = app[DATABASE_KEY], app[HOST_KEY]
     started: list[SlackRole] = []
     stops: list[Callable[[], None]] = []
+    engine: AsyncEngine | None = None
     try:
         for entry in app[SLACK_KEY].values():
             role, creds = entry.role, entry.credentials
             client = web_client(creds.bot_token, settings.slack_api_url)
-            entry.delivery = Delivery(role, database, client, pace=settings.slack_pace)
-            entry.bolt = bolt_app(role, creds, client)
-            Inbound(role, database, host, client, entry.delivery).register(entry.bolt)
+            clients = Clients.one_workspace(client)
+            if creds.client_id is not None:  # installed over OAuth: `client` has no token
+                engine = engine or install.open_engine(settings.database)
+                entry.oauth = install.oauth_flow(
+                    role, creds, engine=engine, client=client, base_url=settings.base_url
+                )
+                rotator = install.token_rotator(creds, client)
+                installations = entry.oauth.settings.installation_store
+                clients = Clients.installed(settings.slack_api_url, installations, rotator)
+            entry.delivery = Delivery(role, database, clients, pace=settings.slack_pace)
+            entry.bolt = bolt_app(role, creds, client, oauth=entry.oauth)
+            Inbound(role, database, host, entry.delivery).register(entry.bolt)
             await entry.delivery.start()
             started.append(entry)
             stops.append(database.listen(entry.delivery.on_commit))
@@ -87,6 +111,8 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
                 await entry.socket.close_async()  # type: ignore[no-untyped-call]
             if entry.delivery is not None:
                 await entry.delivery.stop()
+        if engine is not None:
+            await engine.dispose()
 
 
 async def events(request: web.Request) -> web.Response:
@@ -100,3 +126,29 @@ async def events(request: web.Request) -> web.Response:
         raise ApiError(404, "socket_mode", f"role {name!r} takes its events over Socket Mode")
     answer = await entry.bolt.async_dispatch(await to_bolt_request(request))
     return await to_aiohttp_response(answer)
+
+
+async def install_page(request: web.Request) -> web.Response:
+    """Installing the role's app in a workspace begins here: on to Slack's authorize page."""
+    flow = _oauth(request)
+    return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+
+
+async def oauth_redirect(request: web.Request) -> web.Response:
+    """Slack sends the installer back here: the installation is stored, and a page says so."""
+    flow = _oauth(request)
+    return await to_aiohttp_response(await flow.handle_callback(await to_bolt_request(request)))
+
+
+def _oauth(request: web.Request) -> AsyncOAuthFlow:
+    name = request.match_info["role"]
+    entry = request.app[SLACK_KEY].get(name)
+    if entry is None or entry.bolt is None:
+        raise ApiError(404, "unknown_role", f"no role named {name!r} has a Slack app here")
+    if entry.oauth is None:
+        raise ApiError(
+            404,
+            "not_installed_over_oauth",
+            f"role {name!r}'s Slack app is installed in one workspace, with a bot token",
+        )
+    return entry.oauth

@@ -18,6 +18,9 @@
       signing_secret: SLACK_CONCIERGE_SIGNING_SECRET  # names of the settings holding the
       bot_token: SLACK_CONCIERGE_BOT_TOKEN            # secrets, never the secrets themselves
       app_token: SLACK_CONCIERGE_APP_TOKEN            # socket mode only
+      # instead of bot_token, to be installed in many workspaces over OAuth (http mode):
+      # client_id: SLACK_CONCIERGE_CLIENT_ID
+      # client_secret: SLACK_CONCIERGE_CLIENT_SECRET
 
 Unknown fields are errors (a typo must not be silently ignored).
 """
@@ -27,7 +30,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from core.participants import MAX_NAME_LENGTH, Address
 
@@ -59,29 +70,86 @@ def _setting_name(value: str | None) -> str | None:
 
 
 class SlackApp(BaseModel):
-    """The role's Slack app: how Slack reaches it, and which settings hold its secrets."""
+    """The role's Slack app: how Slack reaches it, and which settings hold its secrets.
+
+    The app is installed one of two ways: in one workspace, with that workspace's bot token in a
+    setting (`bot_token`); or in any number of workspaces over OAuth (`client_id` and
+    `client_secret`; `/slack/<name>/install`), each workspace's bot token kept in the database.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["http", "socket"] = "http"
     signing_secret: str | None = None
     """Setting holding the app's signing secret (HTTP mode: every request is verified)."""
-    bot_token: str
-    """Setting holding the bot token (`xoxb-…`) of the workspace the app is installed in."""
+    bot_token: str | None = None
+    """Setting holding the bot token (`xoxb-…`) of the one workspace the app is installed in."""
     app_token: str | None = None
     """Setting holding the app-level token (`xapp-…`) Socket Mode connects with."""
+    client_id: str | None = None
+    """Setting holding the app's OAuth client ID (installed in many workspaces over OAuth)."""
+    client_secret: str | None = None
+    """Setting holding the app's OAuth client secret."""
 
-    _names = field_validator("signing_secret", "bot_token", "app_token")(
-        classmethod(lambda cls, value: _setting_name(value))
-    )
+    _names = field_validator(
+        "signing_secret", "bot_token", "app_token", "client_id", "client_secret"
+    )(classmethod(lambda cls, value: _setting_name(value)))
+
+    @property
+    def oauth(self) -> bool:
+        """Installed in many workspaces over OAuth (rather than in one, with `bot_token`)."""
+        return self.client_id is not None
+
+    @property
+    def setting_names(self) -> tuple[str, ...]:
+        """The names of every setting the app's secrets are read from."""
+        named = (
+            self.signing_secret,
+            self.bot_token,
+            self.app_token,
+            self.client_id,
+            self.client_secret,
+        )
+        return tuple(name for name in named if name is not None)
 
     @model_validator(mode="after")
-    def _mode_needs(self) -> SlackApp:
+    def _complete(self) -> SlackApp:
         if self.mode == "http" and self.signing_secret is None:
-            raise ValueError("mode http needs signing_secret (the setting holding it)")
+            raise _refused("signing_secret", "mode http needs it (the setting holding it)")
         if self.mode == "socket" and self.app_token is None:
-            raise ValueError("mode socket needs app_token (the setting holding it)")
+            raise _refused("app_token", "mode socket needs it (the setting holding it)")
+        oauth = self.client_id is not None or self.client_secret is not None
+        if self.bot_token is not None and oauth:
+            field = "client_id" if self.client_id is not None else "client_secret"
+            raise _refused(
+                field,
+                "give bot_token (one workspace) or client_id and client_secret (installed over "
+                "OAuth), not both",
+            )
+        if self.bot_token is None and not oauth:
+            raise _refused(
+                "bot_token",
+                "needed, unless the app is installed over OAuth (client_id and client_secret)",
+            )
+        if oauth and self.client_id is None:
+            raise _refused("client_id", "client_secret needs it (the setting holding it)")
+        if oauth and self.client_secret is None:
+            raise _refused("client_secret", "client_id needs it (the setting holding it)")
+        if oauth and self.mode == "socket":
+            raise _refused(
+                "client_id",
+                "installing over OAuth needs mode http (the install and its redirect are pages "
+                "of the gateway's public URL)",
+            )
         return self
+
+
+def _refused(field: str, message: str) -> ValidationError:
+    """A validation error of one field of the `slack:` section, so that it names the field
+    (`slack.<field>: …`) rather than the section."""
+    error = PydanticCustomError("slack_app", message)
+    details = InitErrorDetails(type=error, loc=(field,), input=None)
+    return ValidationError.from_exception_data("SlackApp", [details])
 
 
 class Role(BaseModel):

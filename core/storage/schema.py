@@ -30,6 +30,10 @@
   person. `link_codes`: one-time codes joining identities, kept only as SHA-256 digests.
 - `thread_predecessors`: a thread kept beside another by a merge of two people, recorded as the
   other's predecessor (its history pages into it).
+- `slack_*`: the Slack channel's deliveries, DMs, messages and cursors; and, for roles whose app
+  is installed in many workspaces over OAuth, `slack_installations`, `slack_bots` and
+  `slack_oauth_states` — slack_sdk's SQLAlchemy stores' own tables, reproduced column for column
+  (the SDK reads and writes them; the migration, not the SDK, creates them).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -340,6 +345,82 @@ slack_cursors = Table(
     # How far a role's Slack delivery has posted, as a position of the event stream.
     Column("role", String(64), primary_key=True),
     Column("position", BigInteger, nullable=False),
+)
+
+# --- Slack installations over OAuth: slack_sdk's SQLAlchemyInstallationStore and
+# SQLAlchemyOAuthStateStore (slack_sdk/oauth/{installation_store,state_store}/sqlalchemy), whose
+# definitions these reproduce: the SDK reads and writes them by its own table objects. Times are
+# naive UTC `DateTime`s, as the SDK writes them. Rows are per app (`client_id`): one per role.
+
+slack_installations = Table(
+    "slack_installations",
+    metadata,
+    # Every installation of a role's app in a workspace (the newest `installed_at` is in force).
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("client_id", String(32), nullable=False),
+    Column("app_id", String(32), nullable=False),
+    Column("enterprise_id", String(32)),
+    Column("enterprise_name", String(200)),
+    Column("enterprise_url", String(200)),
+    Column("team_id", String(32)),
+    Column("team_name", String(200)),
+    Column("bot_token", String(200)),
+    Column("bot_id", String(32)),
+    Column("bot_user_id", String(32)),
+    Column("bot_scopes", String(1000)),
+    Column("bot_refresh_token", String(200)),
+    Column("bot_token_expires_at", DateTime),
+    Column("user_id", String(32), nullable=False),
+    Column("user_token", String(200)),
+    Column("user_scopes", String(1000)),
+    Column("user_refresh_token", String(200)),
+    Column("user_token_expires_at", DateTime),
+    Column("incoming_webhook_url", String(200)),
+    Column("incoming_webhook_channel", String(200)),
+    Column("incoming_webhook_channel_id", String(200)),
+    Column("incoming_webhook_configuration_url", String(200)),
+    Column("is_enterprise_install", Boolean, nullable=False),
+    Column("token_type", String(32)),
+    Column("installed_at", DateTime, nullable=False),
+    Index(
+        "slack_installations_idx",
+        "client_id",
+        "enterprise_id",
+        "team_id",
+        "user_id",
+        "installed_at",
+    ),
+)
+
+slack_bots = Table(
+    "slack_bots",
+    metadata,
+    # The bot of each installation: its token (and refresh token, with token rotation).
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("client_id", String(32), nullable=False),
+    Column("app_id", String(32), nullable=False),
+    Column("enterprise_id", String(32)),
+    Column("enterprise_name", String(200)),
+    Column("team_id", String(32)),
+    Column("team_name", String(200)),
+    Column("bot_token", String(200)),
+    Column("bot_id", String(32)),
+    Column("bot_user_id", String(32)),
+    Column("bot_scopes", String(1000)),
+    Column("bot_refresh_token", String(200)),
+    Column("bot_token_expires_at", DateTime),
+    Column("is_enterprise_install", Boolean, nullable=False),
+    Column("installed_at", DateTime, nullable=False),
+    Index("slack_bots_idx", "client_id", "enterprise_id", "team_id", "installed_at"),
+)
+
+slack_oauth_states = Table(
+    "slack_oauth_states",
+    metadata,
+    # The `state` of each install begun and not yet finished (consumed once, on the redirect).
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("state", String(200), nullable=False),
+    Column("expire_at", DateTime, nullable=False),
 )
 
 MEMORY_SEARCH = "memory_search"

@@ -95,6 +95,27 @@ def test_the_role_s_own_mode_is_used_and_not_contradicted() -> None:
     )
 
 
+def test_an_app_installed_over_oauth_gets_its_redirect_url_and_uninstall_events() -> None:
+    oauth = role(
+        slack={
+            "signing_secret": "HELPER_SECRET",
+            "client_id": "HELPER_CLIENT_ID",
+            "client_secret": "HELPER_CLIENT_SECRET",
+        }
+    )
+    manifest = app_manifest(oauth, base_url="https://rc.example.com/gw/")
+    assert manifest["oauth_config"] == {
+        "redirect_urls": ["https://rc.example.com/gw/slack/helper/oauth_redirect"],
+        "scopes": {"bot": SCOPES},
+    }
+    assert manifest["settings"]["event_subscriptions"] == {
+        "request_url": "https://rc.example.com/gw/slack/helper/events",
+        "bot_events": [*EVENTS, "app_uninstalled", "tokens_revoked"],
+    }
+    one_workspace = role(slack={"signing_secret": "HELPER_SECRET", "bot_token": "HELPER_BOT"})
+    assert "redirect_urls" not in app_manifest(one_workspace, base_url=BASE)["oauth_config"]
+
+
 def test_names_are_shortened_politely_to_slack_s_limits() -> None:
     long_name = "The Extraordinarily Helpful Front Desk Concierge"
     long_description = "Answers questions about the building. " * 10

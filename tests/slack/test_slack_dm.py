@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, BOB, FakeSlack, retry_headers, url_verification
 
@@ -231,3 +233,33 @@ async def test_the_dm_shows_the_role_working_while_its_turn_runs(tmp_path, fake_
         calls = await fake_slack.wait_for("assistant.threads.setStatus", 2)
         assert [c.args["status"] for c in calls] == ["Echo is working…", ""]
         assert {c.args["thread_ts"] for c in calls} == {said["event"]["ts"]}
+
+
+def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_path, monkeypatch):
+    from core.roles import ManifestError, Role
+    from gateway.app import build_app
+    from gateway.settings import Settings
+    from tests.api.conftest import TOKEN
+    from tests.slack.dm_gateway import BOT, SIGNING, echo_role
+
+    settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
+    monkeypatch.setenv(SIGNING, "s" * 32)
+    monkeypatch.delenv(BOT, raising=False)
+    with pytest.raises(ManifestError, match=f"slack.bot_token: the setting {BOT} is not set"):
+        build_app(settings, api_token=TOKEN, roles={"echo": echo_role()})
+    monkeypatch.setenv(BOT, "xoxb-from-the-environment")
+    build_app(settings, api_token=TOKEN, roles={"echo": echo_role()})
+
+    oauth = Role.model_validate(
+        echo_role().model_dump()
+        | {
+            "slack": {
+                "signing_secret": SIGNING,
+                "client_id": "ECHO_ID",
+                "client_secret": "ECHO_SEC",
+            }
+        }
+    )
+    monkeypatch.setenv("ECHO_ID", "1.2")
+    monkeypatch.setenv("ECHO_SEC", "client-secret")
+    build_app(settings, api_token=TOKEN, roles={"echo": oauth})
