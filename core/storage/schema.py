@@ -423,5 +423,50 @@ slack_oauth_states = Table(
     Column("expire_at", DateTime, nullable=False),
 )
 
+# --- webhooks (channels/webhooks) ---------------------------------------------------------------
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    # Every inbound delivery handled, by its source's delivery id (`webhook-id`,
+    # `X-GitHub-Delivery`, …): a repeated delivery is answered and changes nothing.
+    Column("source", String(64), primary_key=True),
+    Column("delivery_id", String(200), primary_key=True),
+    Column("received_at", BigInteger, nullable=False),
+    Index(None, "received_at"),
+)
+
+external_subscriptions = Table(
+    "external_subscriptions",
+    metadata,
+    # A run watching a work item by its external key before any task has it: the first event
+    # about it makes the task, and these become subscriptions of that task.
+    Column("run_id", String(32), ForeignKey("runs.id"), primary_key=True),
+    Column("ext_source", String(500), primary_key=True),
+    Column("ext_key", String(500), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "ext_source", "ext_key"),
+)
+
+endpoints = Table(
+    "endpoints",
+    metadata,
+    # Where the gateway delivers its committed events as Standard Webhooks.
+    Column("id", String(32), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("secret", String(200), nullable=False),
+    Column("kinds", JSON, nullable=False),
+    Column("roles", JSON, nullable=False),
+    Column("threads", JSON, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column("position", BigInteger, nullable=False),
+    Column("task_position", BigInteger, nullable=False),
+    Column("next_attempt_at", BigInteger),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""
