@@ -36,6 +36,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.apps import Clients, NotInstalled
+from channels.slack.streams import Streams
 from core.errors import NotFound
 from core.participants import Address, ParticipantKind, kind_of
 from core.roles import Role
@@ -88,6 +89,10 @@ class Delivery:
         """Events up to this position have been delivered."""
         self._stored = 0
         """The cursor as the database has it."""
+        self.streams = Streams(
+            role.name, clients, binding=self._bindings.get, heard=self._heard.get
+        )
+        """Replies shown as they are written; the host's draft listener is `streams.on_draft`."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -103,6 +108,7 @@ class Delivery:
         self._task = asyncio.create_task(self._run(), name=f"rolecall-slack-{self.role.name}")
 
     async def stop(self) -> None:
+        await self.streams.close()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -180,7 +186,11 @@ class Delivery:
         post = await self._post_for(event)
         if post is None:
             return
-        ts = await self._send(binding, event, post)
+        ts = None
+        if isinstance(event, Message) and event.author == self.role.address:
+            ts = await self.streams.claim(event.thread_id, event.text)
+        if ts is None:
+            ts = await self._send(binding, event, post)
         if ts is not None:  # its ts and the cursor past it, in one transaction
             await self._db.slack.posted(
                 PostedToSlack(

@@ -97,6 +97,7 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
             started.append(entry)
             stops.append(database.listen(entry.delivery.on_commit))
             stops.append(host.watch_activity(entry.delivery.on_activity))
+            stops.append(host.watch_drafts(entry.delivery.streams.on_draft))
             if role.slack is not None and role.slack.mode == "socket":
                 entry.socket = AsyncSocketModeHandler(
                     entry.bolt, app_token=creds.app_token, web_client=client

@@ -41,6 +41,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from core.errors import Conflict, NotFound
+from core.host.drafts import Draft, DraftListener
 from core.host.live import LiveRun
 from core.host.observer import HostObserver, NoObserver
 from core.host.reads import TurnReads
@@ -90,8 +91,15 @@ class RunHost:
         grant = self._tool_grant(tools_url.rstrip("/")) if tools_url else None
         self._sessions = Sessions(runtimes, self._observer, grant=grant)
         self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
+        self._draft_listeners: list[DraftListener] = []
         self._turns = TurnTaker(
-            database, self._sessions, self._limits, clock, self._observer, self._tell_activity
+            database,
+            self._sessions,
+            self._limits,
+            clock,
+            self._observer,
+            self._tell_activity,
+            self._tell_draft,
         )
         self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
@@ -122,6 +130,19 @@ class RunHost:
         ends (False); returns the function that stops it. Listeners must be quick."""
         self._activity_listeners.append(listener)
         return lambda: self._activity_listeners.remove(listener)
+
+    def watch_drafts(self, listener: DraftListener) -> Callable[[], None]:
+        """Call `listener` with the pieces of conversation replies as agents write them
+        (`core.host.drafts`); returns the function that stops it. Listeners must be quick."""
+        self._draft_listeners.append(listener)
+        return lambda: self._draft_listeners.remove(listener)
+
+    def _tell_draft(self, draft: Draft) -> None:
+        for listener in self._draft_listeners:
+            try:
+                listener(draft)
+            except Exception:
+                log.exception("a draft listener failed")
 
     def _tell_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
         for listener in self._activity_listeners:

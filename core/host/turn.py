@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from core.errors import Conflict
+from core.host.drafts import Draft, DraftKind, DraftListener
 from core.host.live import LiveRun
 from core.host.observer import HostObserver
 from core.host.sessions import Sessions
@@ -32,7 +33,7 @@ from core.runs.conversation import (
 )
 from core.runs.run import Run, TurnCause, TurnOutcome
 from core.runs.task import TaskTurnPlan, task_prompt
-from core.runtimes.base import AgentSession, Prompt, Reply, Step, ToolCall
+from core.runtimes.base import AgentSession, Prompt, Reply, ReplyChunk, Step, ToolCall
 from core.storage.database import Database
 from core.storage.rows import to_micros
 from core.storage.run_reads import TaskTurnInput, TurnInput
@@ -88,11 +89,13 @@ class TurnTaker:
         clock: Callable[[], datetime],
         observer: HostObserver,
         activity: Callable[[ThreadId, str, bool], None] = lambda thread, role, working: None,
+        drafts: DraftListener = lambda draft: None,
     ) -> None:
         """`activity(thread, role, working)` is told when a conversation turn starts and ends
         (channels show "working…" with it)."""
         self._db = database
         self._activity = activity
+        self._drafts = drafts
         self._runs = database.runs
         self._sessions = sessions
         self._limits = limits
@@ -320,7 +323,18 @@ class TurnTaker:
                 await asyncio.sleep(delay)
             began.append(self._clock())
             session = await self._sessions.for_turn(live, role, run)
-            steps, replies = await _collect(session, prompt, tools)
+            if run.thread_id is None:  # a task run: nobody watches its replies being written
+                return (session, *await _collect(session, prompt, tools, lambda kind, text: None))
+            thread_id = run.thread_id
+
+            def draft(kind: DraftKind, text: str) -> None:
+                self._drafts(Draft(thread_id, role.name, kind, text))
+
+            try:
+                steps, replies = await _collect(session, prompt, tools, draft)
+            except BaseException:
+                draft(DraftKind.ABANDONED, "")
+                raise
             return session, steps, replies
 
         live.attempt = asyncio.create_task(attempt())
@@ -340,13 +354,25 @@ class TurnTaker:
 
 
 async def _collect(
-    session: AgentSession, prompt: Prompt, tools: RunTools
+    session: AgentSession,
+    prompt: Prompt,
+    tools: RunTools,
+    draft: Callable[[DraftKind, str], None],
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Everything the agent does in one attempt: the transcript's steps and its replies."""
+    """Everything the agent does in one attempt: the transcript's steps and its replies (the
+    pieces of a reply being written go to `draft`, not to the transcript)."""
     steps: list[dict[str, Any]] = []
     replies: list[str] = []
+    drafting = False
     async for update in session.prompt(prompt, tools):
-        if isinstance(update, Reply):
+        if isinstance(update, ReplyChunk):
+            if update.text:
+                drafting = True
+                draft(DraftKind.CHUNK, update.text)
+        elif isinstance(update, Reply):
+            if drafting:
+                draft(DraftKind.END, "")
+                drafting = False
             replies.append(update.text)
             steps.append({"kind": "reply", "text": update.text})
         elif isinstance(update, Step):

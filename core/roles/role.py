@@ -9,6 +9,7 @@
       kind: builtin                 # other kinds (acp, a2a, openai) come later
       agent: concierge              # the built-in agent: echo or concierge
       delay_ms: 0                   # built-in agents only: make each turn take this long
+      stream: false                 # echo only: write each reply word by word first
     concurrent_threads: true        # false: all of the role's turns run one at a time
     max_concurrent_turns: 8         # turns of this role running at once, across threads
     idle_sleep_after: 300           # seconds a session may sit unused before it is put to sleep
@@ -53,6 +54,8 @@ class BuiltinRuntime(BaseModel):
     kind: Literal["builtin"]
     agent: Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
     delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+    stream: bool = False
+    """Built-in agents that can (echo) send each reply word by word before it is whole."""
 
 
 Runtime = BuiltinRuntime

@@ -187,7 +187,15 @@ class ToolCall:
     error: str | None = None
 
 
-Update = Reply | Step | ToolCall
+@dataclass(frozen=True, slots=True)
+class ReplyChunk:
+    """A piece of the reply being written, for channels that show it as it comes (Slack's
+    streaming). The whole `Reply` still follows: only it is said in the conversation."""
+
+    text: str
+
+
+Update = Reply | ReplyChunk | Step | ToolCall
 
 
 class TurnTools(Protocol):

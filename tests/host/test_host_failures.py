@@ -157,3 +157,35 @@ async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make
         assert [a.error for a in turn.attempts][1] == "cancelled by an operator"
         assert "attempt 1" in (turn.attempts[0].error or "")
         assert agent.attempts == 1  # no attempt after the cancel
+
+
+async def test_a_reply_being_written_is_drafted_and_an_attempt_that_fails_abandons_it(make_scene):
+    from core.host.drafts import Draft, DraftKind
+    from core.runtimes.base import ReplyChunk
+
+    class Drafting(BuiltinAgent):
+        attempts: ClassVar[int] = 0
+
+        async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+            type(self).attempts += 1
+            yield ReplyChunk("half ")
+            if type(self).attempts == 1:
+                raise AgentError("cut off mid-reply")
+            yield ReplyChunk("whole")
+            yield Reply("half whole")
+
+    async with make_scene([role("drafting")], agents={"drafting": Drafting}) as scene:
+        drafts: list[Draft] = []
+        scene.host.watch_drafts(drafts.append)
+        thread = await scene.conversation("person:ann", "role:drafting")
+        await scene.say(thread, "person:ann", "write")
+
+        assert await scene.replies(thread, "role:drafting", 1) == ["half whole"]
+        assert [(d.kind, d.text) for d in drafts] == [
+            (DraftKind.CHUNK, "half "),
+            (DraftKind.ABANDONED, ""),  # the failed attempt's draft is not the reply
+            (DraftKind.CHUNK, "half "),
+            (DraftKind.CHUNK, "whole"),
+            (DraftKind.END, ""),
+        ]
+        assert {(d.thread_id, d.role) for d in drafts} == {(thread, "drafting")}

@@ -26,14 +26,14 @@ BOT = "SLACK_ECHO_BOT_TOKEN"
 APP = "SLACK_ECHO_APP_TOKEN"
 
 
-def echo_role(mode: str = "http") -> Role:
+def echo_role(mode: str = "http", *, stream: bool = False) -> Role:
     slack: dict[str, Any] = {"mode": mode, "bot_token": BOT}
     slack |= {"signing_secret": SIGNING} if mode == "http" else {"app_token": APP}
     return Role(
         name="echo",
         display_name="Echo",
         description="Says back what it is told.",
-        runtime={"kind": "builtin", "agent": "echo"},
+        runtime={"kind": "builtin", "agent": "echo", "stream": stream},
         slack=slack,
     )
 
@@ -76,14 +76,19 @@ def slack_settings(tmp_path: Path, fake: FakeSlack, port: int) -> Settings:
 
 @asynccontextmanager
 async def slack_gateway(
-    tmp_path: Path, fake: FakeSlack, *, mode: str = "http", port: int | None = None
+    tmp_path: Path,
+    fake: FakeSlack,
+    *,
+    mode: str = "http",
+    port: int | None = None,
+    stream: bool = False,
 ) -> AsyncIterator[SlackGateway]:
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     app = build_app(
         slack_settings(tmp_path, fake, port),
         api_token=TOKEN,
-        roles={"echo": echo_role(mode)},
+        roles={"echo": echo_role(mode, stream=stream)},
         secrets=secrets,
     )
     server = TestServer(app, host="127.0.0.1", port=port)

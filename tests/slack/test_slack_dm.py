@@ -263,3 +263,33 @@ def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_
     monkeypatch.setenv("ECHO_ID", "1.2")
     monkeypatch.setenv("ECHO_SEC", "client-secret")
     build_app(settings, api_token=TOKEN, roles={"echo": oauth})
+
+
+async def test_a_reply_written_word_by_word_streams_and_is_one_message(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack, stream=True) as gw:
+        said = fake_slack.user_message(ALICE, "one two three")
+        await gw.post_event(said)
+        [start] = await fake_slack.wait_for("chat.startStream")
+        assert start.args["thread_ts"] == said["event"]["ts"]
+        appended = await fake_slack.wait_for("chat.appendStream", 2)
+        [stop] = await fake_slack.wait_for("chat.stopStream")
+        assert [start.args["markdown_text"]] + [a.args["markdown_text"] for a in appended] == [
+            "one ",
+            "two ",
+            "three",
+        ]
+        ts = start.response["ts"]
+        assert stop.args["ts"] == ts and not fake_slack.is_streaming(said["event"]["channel"], ts)
+        await asyncio.sleep(0.3)
+        assert fake_slack.calls("chat.postMessage") == []  # exactly one message: the stream
+        message = fake_slack.message(said["event"]["channel"], ts)
+        assert message is not None and message["text"] == "one two three"
+        # the streamed message stands for the reply: retracting the reply deletes it
+        reply = next(e for e in await _timeline(gw) if e["author"] == "role:echo")
+        gone = await gw.api.post(
+            f"/api/v1/threads/{reply['thread_id']}/messages/{reply['id']}/retract",
+            {"author": "role:echo"},
+        )
+        assert gone.status == 201
+        [deleted] = await fake_slack.wait_for("chat.delete")
+        assert deleted.args["ts"] == ts

@@ -1,10 +1,13 @@
-"""`echo`: answers each new person message with exactly its text, in order."""
+"""`echo`: answers each new person message with exactly its text, in order. With `stream: true`
+in the manifest it writes each reply word by word first (for channels that show a reply as it
+is written), then says it whole."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.runtimes.base import Prompt, Reply, ReplyChunk, TurnTools, Update
 from core.runtimes.builtin.agent import BuiltinAgent
 
 
@@ -15,4 +18,8 @@ class Echo(BuiltinAgent):
         for event in prompt.news:
             from_a_person = event.author is not None and event.author.startswith("person:")
             if event.kind == "message" and from_a_person and not event.retracted:
-                yield Reply(event.text or "")
+                text = event.text or ""
+                if self.spec.options.get("stream"):
+                    for word in re.findall(r"\S+\s*", text):
+                        yield ReplyChunk(word)
+                yield Reply(text)
