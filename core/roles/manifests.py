@@ -48,7 +48,10 @@ def load_role(path: Path) -> Role:
         role = Role.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "(the manifest)"
+        loc = list(error["loc"])
+        if loc[:1] == ["runtime"] and len(loc) > 2 and loc[1] in _RUNTIME_KINDS:
+            del loc[1]  # the kind pydantic chose the runtime's model by, not a field
+        field = ".".join(str(part) for part in loc) or "(the manifest)"
         raise ManifestError(f"{path}: {field}: {error['msg']}") from None
     if path.stem != role.name:
         raise ManifestError(
@@ -56,6 +59,9 @@ def load_role(path: Path) -> Role:
             f"({role.name}{path.suffix})"
         )
     return role
+
+
+_RUNTIME_KINDS = frozenset({"builtin", "acp", "a2a", "openai"})
 
 
 def _first_line(exc: yaml.YAMLError) -> str:

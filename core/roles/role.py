@@ -58,8 +58,6 @@ class BuiltinRuntime(BaseModel):
     """Built-in agents that can (echo) send each reply word by word before it is whole."""
 
 
-Runtime = BuiltinRuntime
-
 _SETTING = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
@@ -70,6 +68,119 @@ def _setting_name(value: str | None) -> str | None:
             "like SLACK_CONCIERGE_BOT_TOKEN — never the secret itself"
         )
     return value
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_names(values: dict[str, str]) -> dict[str, str]:
+    for name in values:
+        if not _ENV_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return values
+
+
+class AcpRuntime(BaseModel):
+    """An agent process spoken to over the Agent Client Protocol (stdio JSON-RPC)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["acp"]
+    command: Annotated[str, Field(min_length=1, max_length=1_000)]
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables given to the process as they are written here."""
+    secrets: dict[str, str] = Field(default_factory=dict)
+    """Environment variables given to the process from settings: {VARIABLE: SETTING_NAME}."""
+    permissions: Literal["allow", "deny"] | tuple[str, ...] = "deny"
+    """How the agent's permission requests are answered: all allowed, all denied, or only the
+    tools (by name or kind) listed."""
+    max_processes: Annotated[int, Field(ge=1, le=10_000)] = 16
+    """Agent processes of this role alive at once; more sessions wait."""
+
+    _checked = field_validator("env", "secrets")(classmethod(lambda cls, v: _env_names(v)))
+
+    @property
+    def setting_names(self) -> tuple[str, ...]:
+        return tuple(self.secrets.values())
+
+    @field_validator("secrets")
+    @classmethod
+    def _setting_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for setting in value.values():
+            _setting_name(setting)
+        return value
+
+
+class A2aAuth(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["bearer", "api_key"] = "bearer"
+    token: str
+    """The NAME of the setting holding the token or key."""
+    header: str = "Authorization"
+    """Where an `api_key` goes (a bearer token always goes in Authorization)."""
+
+    _token = field_validator("token")(classmethod(lambda cls, value: _setting_name(value)))
+
+
+class A2aRuntime(BaseModel):
+    """A remote agent spoken to over A2A."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["a2a"]
+    card_url: Annotated[str, Field(min_length=1, max_length=2_000)]
+    """The agent card's URL (`…/.well-known/agent-card.json`)."""
+    auth: A2aAuth | None = None
+
+    @property
+    def setting_names(self) -> tuple[str, ...]:
+        return (self.auth.token,) if self.auth is not None else ()
+
+    @field_validator("card_url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class OpenAIRuntime(BaseModel):
+    """Any OpenAI-compatible chat-completions endpoint; the gateway keeps the history and runs
+    the tool calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["openai"]
+    base_url: Annotated[str, Field(min_length=1, max_length=2_000)]
+    """e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 (Ollama)."""
+    model: Annotated[str, Field(min_length=1, max_length=200)]
+    api_key: str | None = None
+    """The NAME of the setting holding the API key (none for local servers)."""
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    max_tool_calls: Annotated[int, Field(ge=0, le=100)] = 8
+    """Tool calls one turn may make before it is cut off."""
+    stream: bool = True
+    """Ask for the reply streamed (shown as it is written where a channel can)."""
+
+    _key = field_validator("api_key")(classmethod(lambda cls, value: _setting_name(value)))
+
+    @property
+    def setting_names(self) -> tuple[str, ...]:
+        return (self.api_key,) if self.api_key is not None else ()
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+
+Runtime = Annotated[
+    BuiltinRuntime | AcpRuntime | A2aRuntime | OpenAIRuntime, Field(discriminator="kind")
+]
 
 
 class SlackApp(BaseModel):
@@ -182,3 +293,10 @@ class Role(BaseModel):
     @property
     def address(self) -> Address:
         return Address(f"role:{self.name}")
+
+    @property
+    def setting_names(self) -> tuple[str, ...]:
+        """The settings this role's manifest names: its runtime's and its Slack app's secrets."""
+        runtime = () if isinstance(self.runtime, BuiltinRuntime) else self.runtime.setting_names
+        slack = self.slack.setting_names if self.slack is not None else ()
+        return (*runtime, *slack)

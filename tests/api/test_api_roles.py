@@ -10,7 +10,12 @@ async def test_the_demo_role_is_listed(api):
     (concierge,) = reply.body["roles"]
     assert concierge["name"] == "concierge"
     assert concierge["address"] == "role:concierge"
-    assert concierge["runtime"] == {"kind": "builtin", "agent": "concierge", "delay_ms": 0}
+    assert concierge["runtime"] == {
+        "kind": "builtin",
+        "agent": "concierge",
+        "delay_ms": 0,
+        "stream": False,
+    }
     assert concierge["concurrent_threads"] is True
 
 

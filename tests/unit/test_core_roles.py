@@ -55,7 +55,8 @@ def test_every_manifest_in_the_directory_is_loaded_by_name(tmp_path: Path) -> No
     [
         (MINIMAL + "colour: blue\n", "colour: Extra inputs are not permitted"),
         (MINIMAL.replace("  agent: echo\n", ""), "runtime.agent: Field required"),
-        (MINIMAL.replace("kind: builtin", "kind: acp"), "runtime.kind: Input should be 'builtin'"),
+        (MINIMAL.replace("kind: builtin", "kind: telepathy"), "runtime: Input tag 'telepathy'"),
+        (MINIMAL.replace("kind: builtin", "kind: acp"), "runtime.command: Field required"),
         (MINIMAL + "turn_timeout: 0\n", "turn_timeout: Input should be greater than 0"),
         (MINIMAL + "max_concurrent_turns: many\n", "max_concurrent_turns: Input should be"),
         (MINIMAL.replace("display_name: Helper\n", ""), "display_name: Field required"),
