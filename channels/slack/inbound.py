@@ -110,29 +110,42 @@ class Inbound:
         plain = not said.deleted and not said.replaces and event.get("channel_type") == "im"
         if plain and await self._command(client, delivery, said):
             return
-        try:
-            author = await self._person(client, delivery.team_id, said.user)
-            group = event.get("channel_type") == "mpim"
-            thread_id = await self._thread(client, delivery, author, group)
-            if said.deleted:
-                await self._db.slack.retract(RetractFromSlack(thread_id, delivery, author, said.ts))
-            else:
-                self._delivery_worker.heard(thread_id, said.thread_ts or said.ts)
-                await self._db.slack.say(
-                    SayFromSlack(
-                        thread_id,
-                        delivery,
-                        author,
-                        said.text,
-                        said.ts,
-                        thread_ts=said.thread_ts,
-                        replaces=said.replaces,
-                    )
-                )
-        except RolecallError as error:  # a rule refused it (a removed person, say): say why
-            await self._db.slack.seen(delivery)
-            log.info("slack message refused: %s", error.message)
-            await _tell(client, delivery.channel_id, f"That was not recorded: {error.message}")
+        for attempt in range(2):
+            try:
+                await self._record(client, delivery, said, event.get("channel_type") == "mpim")
+                return
+            except RolecallError as error:
+                if attempt == 0:  # who and where may have changed elsewhere (a link, a merge):
+                    self._forget(delivery, said.user)  # look them up again, once
+                    continue
+                await self._db.slack.seen(delivery)  # a rule refused it: say why
+                log.info("slack message refused: %s", error.message)
+                await _tell(client, delivery.channel_id, f"That was not recorded: {error.message}")
+
+    async def _record(
+        self, client: AsyncWebClient, delivery: SlackDelivery, said: _Said, group: bool
+    ) -> None:
+        author = await self._person(client, delivery.team_id, said.user)
+        thread_id = await self._thread(client, delivery, author, group)
+        if said.deleted:
+            await self._db.slack.retract(RetractFromSlack(thread_id, delivery, author, said.ts))
+            return
+        self._delivery_worker.heard(thread_id, said.thread_ts or said.ts)
+        await self._db.slack.say(
+            SayFromSlack(
+                thread_id,
+                delivery,
+                author,
+                said.text,
+                said.ts,
+                thread_ts=said.thread_ts,
+                replaces=said.replaces,
+            )
+        )
+
+    def _forget(self, delivery: SlackDelivery, user: str) -> None:
+        self._people.pop((delivery.team_id, user), None)
+        self._threads.pop((delivery.team_id, delivery.channel_id), None)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -163,8 +176,7 @@ class Inbound:
         except RolecallError as error:
             await _tell(client, delivery.channel_id, f"That code did not work: {error.message}")
             return
-        self._people.pop((delivery.team_id, user), None)
-        self._threads.pop((delivery.team_id, delivery.channel_id), None)
+        self._forget(delivery, user)
         await self._thread(client, delivery, person.address, False)  # their conversation now
         await _tell(
             client,

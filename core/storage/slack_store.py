@@ -73,6 +73,23 @@ def _bind(batch: Batch, role: str, team_id: str, channel_id: str, thread_id: Thr
     )
 
 
+def _all_or_nothing(
+    batch: Batch, apply: Callable[[Batch], Callable[[], AnyEvent | None]]
+) -> Callable[[], AnyEvent | None]:
+    """Run a command under a savepoint: when a rule refuses it (a removed person, a message not
+    theirs), the delivery record it wrote first is undone too, so a later delivery of the same
+    event — after the cause is fixed — is not taken for a repeat. The rules refuse before
+    anything is staged, so no event of a refused command reaches the flush."""
+    savepoint = batch.connection.begin_nested()
+    try:
+        finish = apply(batch)
+    except BaseException:
+        savepoint.rollback()
+        raise
+    savepoint.commit()
+    return finish
+
+
 def _message_at(connection: Connection, role: str, channel_id: str, ts: str) -> EventId | None:
     found = connection.execute(
         select(_m.c.message_id).where(
@@ -111,6 +128,9 @@ class SayFromSlack:
         return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+        return _all_or_nothing(batch, self._apply)
+
+    def _apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
         d = self.delivery
         if not _first_delivery(batch, d.event_id, d.role):
             return lambda: None
@@ -162,6 +182,9 @@ class RetractFromSlack:
         return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+        return _all_or_nothing(batch, self._apply)
+
+    def _apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
         d = self.delivery
         if not _first_delivery(batch, d.event_id, d.role):
             return lambda: None

@@ -5,6 +5,10 @@ and the delivery cursor are recorded together; a DM is rebound when its person c
 
 from __future__ import annotations
 
+import pytest
+
+from core.errors import NotAllowed
+from core.membership import ParticipantState
 from core.participants import ParticipantSet, parse_address
 from core.storage.database import Database
 from core.storage.slack_store import (
@@ -90,3 +94,14 @@ async def test_a_dm_is_rebound_when_it_becomes_another_conversation(database: Da
     await database.slack.bind(ROLE, SlackBinding("T1", "D1", first))
     await database.slack.bind(ROLE, SlackBinding("T1", "D1", other.id))
     assert await database.slack.bindings(ROLE) == [SlackBinding("T1", "D1", other.id)]
+
+
+async def test_a_refused_message_leaves_no_record_of_its_delivery(database: Database) -> None:
+    thread = await _dm(database)
+    await database.threads.set_participant_state(thread, ANN, ParticipantState.REMOVED)
+    said = SayFromSlack(thread, _delivery("Ev9"), ANN, "let me in", "9.1")
+    with pytest.raises(NotAllowed):
+        await database.slack.say(said)
+    assert not await database.slack.delivered("Ev9")  # a retry after a re-add is not a repeat
+    await database.threads.set_participant_state(thread, ANN, ParticipantState.ACTIVE)
+    assert isinstance(await database.slack.say(said), Message)
