@@ -1,7 +1,8 @@
 """Tasks: tracked work items that people, agents and other systems see and change.
 
 A task has a title, a body, a status, an optional assignee role and an optional external
-reference `{source, key, url?}` (an issue in a tracker, kept in step by webhooks later). Nothing
+reference `{source, key, url?}` (an issue in a tracker, kept in step by webhooks:
+`core/webhooks.py`), written `<source>:<key>` where agents name it. Nothing
 about a task changes in place without a **task event** saying who changed it — a person, a run
 (an agent; which run) or an external source — and what changed. Comments are task events too.
 
@@ -17,6 +18,7 @@ A move to the status a task already has is refused (`Conflict`), as is any move 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,6 +76,11 @@ class Actor:
     def person(cls, address: Address) -> Actor:
         return cls(kind=ActorKind.PERSON, name=address)
 
+    @classmethod
+    def source(cls, name: str) -> Actor:
+        """A webhook source, by the name the operator gave it."""
+        return cls(kind=ActorKind.SOURCE, name=name)
+
     def to_json(self) -> dict[str, str]:
         out = {"kind": self.kind.value, "name": self.name}
         if self.run_id is not None:
@@ -86,6 +93,11 @@ class ExternalRef:
     source: str
     key: str
     url: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The external key as agents and operators write it: `<source>:<key>`."""
+        return f"{self.source}:{self.key}"
 
     def to_json(self) -> dict[str, str]:
         out = {"source": self.source, "key": self.key}
@@ -250,6 +262,30 @@ def parse_external(raw: object) -> ExternalRef | None:
             )
         fields[name] = value
     return ExternalRef(**fields)
+
+
+MAX_EXTERNAL = 500
+_EXTERNAL_SOURCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def parse_external_key(raw: object) -> ExternalRef:
+    """An external key, `<source>:<key>` (`github:owner/repo#123`): the source up to the first
+    `:`, the key after it."""
+    shape = 'an external key is "<source>:<key>", like "github:owner/repo#123"'
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{shape}, a string", code="invalid_external_key")
+    source, colon, key = raw.partition(":")
+    if not colon or not _EXTERNAL_SOURCE.fullmatch(source) or len(source) > MAX_EXTERNAL:
+        raise InvalidInput(
+            f"{shape}; the source is letters, digits, '.', '_' or '-' (got {raw[:80]!r})",
+            code="invalid_external_key",
+        )
+    if not key.strip() or len(key) > MAX_EXTERNAL or not key.isprintable():
+        raise InvalidInput(
+            f"{shape}; the key is 1 to {MAX_EXTERNAL} printable characters (got {raw[:80]!r})",
+            code="invalid_external_key",
+        )
+    return ExternalRef(source=source, key=key)
 
 
 def check_comment(raw: object) -> str:

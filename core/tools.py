@@ -17,8 +17,9 @@ with the run named by its token. Agents speak of "this conversation": no tool ta
 | `task_list` | `status?`, `assignee?` | tasks, oldest first (at most 100) |
 | `task_comment` | `task_id`, `text` | comment on a task |
 | `task_update` | `task_id`, `status?`, `title?`, `body?`, `assignee?` | change a task |
-| `subscribe` | `task_id` | watch a task: its changes (by others) wake this conversation |
-| `unsubscribe` | `task_id` | stop watching it |
+| `subscribe` | `task_id` or `external_key` | watch a task (or an item of another system by |
+| | | its external key, before any task has it): changes by others wake this conversation |
+| `unsubscribe` | `task_id` or `external_key` | stop watching it |
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from core.storage.database import Database
 from core.tasks import (
     Actor,
     ActorKind,
+    ExternalRef,
     Task,
     TaskChange,
     TaskEvent,
@@ -45,6 +47,7 @@ from core.tasks import (
     check_comment,
     check_title,
     parse_assignee,
+    parse_external_key,
     parse_status,
 )
 from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context, rfc3339
@@ -112,19 +115,39 @@ class RunTools:
 
     # --- subscriptions -------------------------------------------------------------------
 
-    async def subscribe(self, task_id: str) -> dict[str, Any]:
-        added = await self._db.subscriptions.subscribe(self._run.id, _task_id(task_id))
-        return {"task_id": task_id, "subscribed": True, "new": added}
+    async def subscribe(
+        self, task_id: str | None = None, *, external_key: str | None = None
+    ) -> dict[str, Any]:
+        """Watch a task, by its id or by its item's external key (`github:owner/repo#123`),
+        even before any task refers to that item (`task_id` is null until one does)."""
+        ref = _which_task(task_id, external_key)
+        subscriptions = self._db.subscriptions
+        if ref is None:
+            added = await subscriptions.subscribe(self._run.id, _task_id(task_id))
+            return {"task_id": task_id, "subscribed": True, "new": added}
+        found, added = await subscriptions.subscribe_by_key(self._run.id, ref)
+        return {"task_id": found, "external_key": ref.text, "subscribed": True, "new": added}
 
-    async def unsubscribe(self, task_id: str) -> dict[str, Any]:
-        removed = await self._db.subscriptions.unsubscribe(self._run.id, _task_id(task_id))
-        return {"task_id": task_id, "subscribed": False, "was": removed}
+    async def unsubscribe(
+        self, task_id: str | None = None, *, external_key: str | None = None
+    ) -> dict[str, Any]:
+        ref = _which_task(task_id, external_key)
+        subscriptions = self._db.subscriptions
+        if ref is None:
+            removed = await subscriptions.unsubscribe(self._run.id, _task_id(task_id))
+            return {"task_id": task_id, "subscribed": False, "was": removed}
+        found, removed = await subscriptions.unsubscribe_by_key(self._run.id, ref)
+        return {"task_id": found, "external_key": ref.text, "subscribed": False, "was": removed}
 
     # --- tasks: every change is recorded as made by this run ------------------------------
 
     @property
     def _actor(self) -> Actor:
         return Actor(kind=ActorKind.RUN, name=self._run.role_address, run_id=self._run.id)
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Any tool by name, as remote agents call them (`call_tool`)."""
+        return await call_tool(self, name, dict(arguments))
 
     async def task_create(
         self, title: str, *, body: str | None = None, assignee: str | None = None
@@ -173,6 +196,21 @@ class RunTools:
         )
         task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
         return {**task_view(task), "changed": event is not None}
+
+
+def _which_task(task_id: object, external_key: object) -> ExternalRef | None:
+    """Exactly one of the two: None for a task id, the reference for an external key."""
+    if (task_id is None) == (external_key is None):
+        raise InvalidInput(
+            "give either task_id (a task's id) or external_key (like github:owner/repo#123)",
+            code="invalid_argument",
+        )
+    if external_key is None:
+        return None
+    try:
+        return parse_external_key(external_key)
+    except InvalidInput as error:
+        raise InvalidInput(f"external_key: {error.message}", code=error.code) from None
 
 
 def _task_id(raw: object) -> TaskId:
@@ -266,11 +304,14 @@ async def _task_update(tools: RunTools, args: dict[str, Any]) -> Any:
 
 
 async def _subscribe(tools: RunTools, args: dict[str, Any]) -> Any:
-    return await tools.subscribe(args["task_id"])
+    return await tools.subscribe(args.get("task_id"), external_key=args.get("external_key"))
 
 
 async def _unsubscribe(tools: RunTools, args: dict[str, Any]) -> Any:
-    return await tools.unsubscribe(args["task_id"])
+    return await tools.unsubscribe(args.get("task_id"), external_key=args.get("external_key"))
+
+
+_WHICH_TASK = _schema({"task_id": {"type": "string"}, "external_key": {"type": "string"}})
 
 
 _STATUS = {"type": "string", "enum": [s.value for s in TaskStatus]}
@@ -374,14 +415,16 @@ TOOLS: dict[str, Tool] = {
         Tool(
             name="subscribe",
             description="Watch a task: when someone else changes it or comments on it, this "
-            "conversation hears of it in its next turn.",
-            input_schema=_schema({"task_id": {"type": "string"}}, ["task_id"]),
+            "conversation hears of it in its next turn. Give `task_id`, or `external_key` for "
+            "an item of another system (like github:owner/repo#123), even before the gateway "
+            "has a task for it: the first event about it creates the task and tells you.",
+            input_schema=_WHICH_TASK,
             call=_subscribe,
         ),
         Tool(
             name="unsubscribe",
-            description="Stop watching a task.",
-            input_schema=_schema({"task_id": {"type": "string"}}, ["task_id"]),
+            description="Stop watching a task (by `task_id` or `external_key`).",
+            input_schema=_WHICH_TASK,
             call=_unsubscribe,
         ),
     )

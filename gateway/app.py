@@ -7,6 +7,7 @@ and opens the database (closed again on cleanup), and serves:
     GET /metrics    open; Prometheus text format
     /api/v1/…       the HTTP API (threads, events, roles, runs, tasks); operator token
     /api/v1/tools…  the agent tools; a run token as bearer instead
+    /hooks/{source} inbound webhooks, signed with the source's secret (channels/webhooks)
 
 After the database, the run host starts (`core.host`): it nudges runs with news left from before
 a restart, then answers every committed person message in a thread with a role. On cleanup it
@@ -40,6 +41,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
+from channels.webhooks import routes as webhook_channel
 from core.bus import CommittedEvents
 from core.host import HostLimits, RunHost
 from core.roles import ManifestError, Role
@@ -48,9 +50,11 @@ from core.storage import open_database
 from core.storage.database import upgrade_schema
 from gateway import mcp as mcp_endpoint
 from gateway.api import DATABASE_KEY, HOST_KEY
+from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import persons as person_routes
 from gateway.api import runs as run_routes
+from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
@@ -59,6 +63,7 @@ from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
 from gateway.roles import ROLES_KEY, configured_roles
 from gateway.roles import routes as role_routes
+from gateway.runtimes import runtime_kinds
 from gateway.settings import Settings, named_secrets
 
 API_PREFIX = "/api/v1"
@@ -86,10 +91,15 @@ def build_app(
     `roles` defaults to the manifests in `settings.roles_dir` (a bad one raises `ManifestError`,
     as does a role no runtime here can back, or a Slack app whose secrets are not set);
     `runtimes` to the built-in agents; `secrets` (the settings manifests name) to the
-    environment's.
+    environment's. Webhook sources are read from `settings.sources_dir` (a bad manifest, or a
+    secret that is not set, raises `ManifestError` too).
     """
-    runtimes = runtimes or Runtimes()
     known = dict(roles) if roles is not None else configured_roles(settings)
+    sources = webhook_channel.sources_of(settings)
+    if secrets is None:
+        names = _secret_names(known.values()) | webhook_channel.secret_names(sources)
+        secrets = named_secrets(names)
+    runtimes = runtimes or Runtimes(kinds=runtime_kinds(settings, secrets))
     for role in known.values():
         if problem := runtimes.problem(role):
             field, what = problem
@@ -109,21 +119,22 @@ def build_app(
     app.add_routes(thread_routes.routes)
     app.add_routes(role_routes)
     app.add_routes(run_routes.routes)
+    app.add_routes(subscription_routes.routes)
     app.add_routes(event_routes.routes)
     app.add_routes(tool_routes.routes)
     app.add_routes(task_routes.routes)
     app.add_routes(person_routes.routes)
+    endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(app)
     web_channel.add_routes(app, settings)
-    if secrets is None:
-        secrets = named_secrets(_secret_names(known.values()))
     slack_channel.add_routes(app, settings, known, secrets)
+    webhook_channel.add_routes(app, sources, known, secrets, directory=settings.sources_dir)
     return app
 
 
 def _secret_names(roles: Iterable[Role]) -> set[str]:
-    """The settings the roles' manifests name (their Slack apps' secrets)."""
-    return {name for role in roles if role.slack is not None for name in role.slack.setting_names}
+    """The settings the roles' manifests name (their runtimes' and Slack apps' secrets)."""
+    return {name for role in roles for name in role.setting_names}
 
 
 async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:

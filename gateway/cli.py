@@ -4,6 +4,8 @@
   (whose start-up upgrades the schema) until Ctrl-C.
 - `rolecall db upgrade` upgrades the schema alone and says which revision is in force.
 - `rolecall slack manifest ROLE` writes the Slack app manifest of a role (docs/slack.md).
+- `rolecall hook test SOURCE FILE` sends a signed sample delivery to a running gateway
+  (`gateway.cli_hooks`; docs/webhooks.md).
 - `rolecall thread …`, `rolecall run …` and `rolecall person …` talk to a *running* gateway over
   its HTTP API
   (`gateway.client`), never to the database directly, so that every change reaches the gateway's
@@ -127,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(commands)
     _add_person_commands(commands)
     _add_slack_commands(commands)
+    from gateway.cli_endpoints import add_endpoint_commands  # it uses this module's helpers
+
+    add_endpoint_commands(commands)
+    from gateway.cli_hooks import add_hook_commands  # it uses this module's helpers
+
+    add_hook_commands(commands)
     return parser
 
 

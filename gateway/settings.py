@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     public_url: str = Field(default="", description="default: http://{host}:{port}")
     api_token: SecretStr | None = None
     roles_dir: Path = Path("manifests/roles")
+    sources_dir: Path = Path("manifests/sources")
+    """Webhook sources, one manifest a source (docs/webhooks.md); the default may be missing."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
@@ -73,6 +75,16 @@ class Settings(BaseSettings):
     """Seconds between two posts to one Slack channel."""
     widget_post_rate: float = Field(default=30, gt=0, le=100_000)
     """Messages a minute one identity may post from the widget (with a burst of 10)."""
+    endpoints_allow_private: bool = False
+    """Outbound webhook endpoints may be at loopback, private or link-local addresses."""
+    endpoints_backoff_base: float = Field(default=1.0, gt=0, le=3600)
+    """Seconds before the first retry of a failed delivery; doubled each failure after."""
+    endpoints_backoff_cap: float = Field(default=300.0, gt=0, le=86_400)
+    """The longest wait between two attempts (a `Retry-After` may ask for more, up to an hour)."""
+    endpoints_park_after: int = Field(default=10, ge=1, le=1000)
+    """Failed attempts in a row that park an endpoint until an operator replays it."""
+    endpoints_timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds an endpoint has to answer one delivery."""
 
     @field_validator("database_url")
     @classmethod

@@ -199,7 +199,12 @@ Update = Reply | ReplyChunk | Step | ToolCall
 
 
 class TurnTools(Protocol):
-    """What the host offers an agent during a turn (`core.tools`; tasks come later)."""
+    """What the host offers an agent during a turn (`core.tools`)."""
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Call any tool by its name with JSON arguments (what a model's function call names);
+        a bad name or argument raises `InvalidInput`/`NotFound` saying which."""
+        ...
 
     async def peek_pending(self) -> Sequence[PromptEvent]:
         """Messages that arrived during this turn, without consuming them."""
@@ -226,8 +231,11 @@ class TurnTools(Protocol):
         """Retract one of the role's own earlier messages in this conversation."""
         ...
 
-    async def subscribe(self, task_id: str) -> dict[str, Any]:
-        """Watch a task: its changes by others wake this conversation."""
+    async def subscribe(
+        self, task_id: str | None = None, *, external_key: str | None = None
+    ) -> dict[str, Any]:
+        """Watch a task (or another system's item by its external key, `github:o/r#1`, before
+        any task refers to it): its changes by others wake this conversation."""
         ...
 
     async def task_create(

@@ -7,6 +7,8 @@
     db.tasks     # tasks and their events
     db.subscriptions  # which conversation runs watch which tasks
     db.people    # persons, their channel identities, link codes and merges
+    db.endpoints # outbound webhook endpoints, their cursors, and the task-event stream
+    db.webhooks  # inbound webhook deliveries, each recorded with what it did
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from core.bus import CommittedEvents
+from core.storage.endpoint_store import SqlEndpointRepository
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
@@ -33,6 +36,7 @@ from core.storage.sql_threads import SqlThreadRepository
 from core.storage.subscriptions import SqlSubscriptionRepository
 from core.storage.task_store import SqlTaskRepository
 from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
+from core.storage.webhook_store import SqlWebhookRepository
 from core.storage.writer import Writer
 from core.tasks import TaskEvent
 from core.timeline import AnyEvent
@@ -56,6 +60,8 @@ class Database:
     subscriptions: SqlSubscriptionRepository
     people: SqlPeopleRepository
     slack: SqlSlackRepository
+    endpoints: SqlEndpointRepository
+    webhooks: SqlWebhookRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -108,6 +114,8 @@ async def open_database(
         subscriptions=SqlSubscriptionRepository(reads, writer),
         people=SqlPeopleRepository(reads, writer),
         slack=SqlSlackRepository(reads, writer),
+        endpoints=SqlEndpointRepository(reads, writer),
+        webhooks=SqlWebhookRepository(reads, writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

@@ -5,6 +5,11 @@ the task before is not news to the run. A run's task news is every event of the 
 subscribes to past its `task_cursor` and past the subscription's `since`, except the events the
 run made itself (a conversation is not woken by what its own agent did — but is by the same role
 working from another run).
+
+A run may also watch an external item (`github:owner/repo#123`) that no task refers to yet: it
+waits in `external_subscriptions`, and the transaction that creates the item's task (a webhook's
+first delivery about it, or the tasks API) turns every such wait into a subscription whose
+`since` lies just before the task's creation — so the creation itself is news to the run.
 """
 
 from __future__ import annotations
@@ -15,17 +20,19 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from core.errors import NotFound
 from core.runs.run import Run, RunId
 from core.storage import schema
-from core.storage.task_store import event_from_row, task_from_row
+from core.storage.task_store import event_from_row, lock_external, task_by_external, task_from_row
 from core.storage.transact import Transactor
 from core.storage.writer import Batch, Writer
-from core.tasks import Task, TaskEvent, TaskId
+from core.tasks import ExternalRef, Task, TaskEvent, TaskId
 from core.timeline import ThreadId
 
 _s, _e, _t, _r = schema.subscriptions, schema.task_events, schema.tasks, schema.runs
+_x = schema.external_subscriptions
 _c = schema.stream_positions
 _HEAD = select(_c.c.value).where(_c.c.stream == schema.TASK_EVENTS_STREAM)
 
@@ -63,6 +70,65 @@ class Unsubscribe:
             delete(_s).where(_s.c.run_id == self.run_id, _s.c.task_id == self.task_id)
         ).rowcount
         return lambda: gone == 1
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribeByKey:
+    """Watch an external item by its key: its task, when one refers to it; otherwise wait for
+    it (`external_subscriptions`): the task's creation turns the wait into a subscription.
+    Answers (the task's id or None, whether this is new)."""
+
+    run_id: RunId
+    ref: ExternalRef
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], tuple[TaskId | None, bool]]:
+        batch.run(self.run_id)  # NotFound for an unknown run
+        lock_external(batch, self.ref)
+        task = task_by_external(batch.connection, self.ref)
+        if task is not None:
+            added = Subscribe(self.run_id, task.id).apply(batch)()
+            return lambda: (task.id, added)
+        inserted = batch.connection.execute(
+            _dialect(batch.connection)
+            .insert(_x)
+            .values(
+                run_id=self.run_id,
+                ext_source=self.ref.source,
+                ext_key=self.ref.key,
+                created_at=batch.now,
+            )
+            .on_conflict_do_nothing(index_elements=["run_id", "ext_source", "ext_key"])
+        ).rowcount
+        return lambda: (None, inserted == 1)
+
+
+@dataclass(frozen=True, slots=True)
+class UnsubscribeByKey:
+    """Stop watching an external item: its task's subscription, or the wait for it. Answers
+    (the task's id or None, whether the run watched it)."""
+
+    run_id: RunId
+    ref: ExternalRef
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], tuple[TaskId | None, bool]]:
+        task = task_by_external(batch.connection, self.ref)
+        waited = batch.connection.execute(
+            delete(_x).where(
+                _x.c.run_id == self.run_id,
+                _x.c.ext_source == self.ref.source,
+                _x.c.ext_key == self.ref.key,
+            )
+        ).rowcount
+        if task is None:
+            return lambda: (None, waited == 1)
+        watched = Unsubscribe(self.run_id, task.id).apply(batch)()
+        return lambda: (task.id, watched or waited == 1)
+
+
+def _dialect(connection: Connection):  # type: ignore[no-untyped-def]
+    return postgresql if connection.dialect.name == "postgresql" else sqlite
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,6 +205,16 @@ def subscriptions_of(conn: Connection, run_id: RunId) -> list[TaskId]:
     return [TaskId(i) for i in conn.execute(query).scalars()]
 
 
+def awaited_by(conn: Connection, run_id: RunId) -> list[ExternalRef]:
+    """The external items the run waits for: subscribed by key, no task refers to them yet."""
+    query = (
+        select(_x.c.ext_source, _x.c.ext_key)
+        .where(_x.c.run_id == run_id)
+        .order_by(_x.c.created_at, _x.c.ext_source, _x.c.ext_key)
+    )
+    return [ExternalRef(source=r.ext_source, key=r.ext_key) for r in conn.execute(query)]
+
+
 def runs_with_task_news(conn: Connection) -> list[tuple[ThreadId, str]]:
     """(thread, role) of every conversation run with task news past its task cursor."""
     query = (
@@ -168,6 +244,23 @@ class SqlSubscriptionRepository:
     async def unsubscribe(self, run_id: RunId, task_id: TaskId) -> bool:
         """Stop watching; False when the run did not."""
         return await self._writer.run(Unsubscribe(run_id, task_id))
+
+    async def subscribe_by_key(self, run_id: RunId, ref: ExternalRef) -> tuple[TaskId | None, bool]:
+        """Watch the external item: (its task, or None while no task refers to it; whether
+        this is new)."""
+        return await self._writer.run(SubscribeByKey(run_id, ref))
+
+    async def unsubscribe_by_key(
+        self, run_id: RunId, ref: ExternalRef
+    ) -> tuple[TaskId | None, bool]:
+        """Stop watching the external item: (its task or None; whether the run watched it)."""
+        return await self._writer.run(UnsubscribeByKey(run_id, ref))
+
+    async def of_run_with_waits(self, run_id: RunId) -> tuple[list[Task], list[ExternalRef]]:
+        """The tasks the run watches and the external items it waits for, in one read."""
+        return await self._reads.transact(
+            lambda c: (subscribed_tasks(c, run_id), awaited_by(c, run_id))
+        )
 
     async def routes(self, task_id: TaskId) -> tuple[list[Watcher], str | None]:
         """The runs watching the task and its assignee role, in one read."""

@@ -1,6 +1,10 @@
 """Tasks in SQL: every change is a command for the writer that updates the task row and appends
 its task event, in one transaction; reads are functions over one snapshot.
 
+A task made with an external reference takes over the subscriptions waiting for that reference
+(`external_subscriptions`) in the same transaction, so the runs that watched the item before it
+had a task hear of its creation.
+
 The task row is locked for the change (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's writer
 holds the whole file), so a task's event `seq` has no gaps and its events' positions — taken from
 the `task_events` counter row inside the transaction — become visible in order.
@@ -12,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select, update
+from sqlalchemy import text as sql
 
 from core.errors import Conflict, NotFound
 from core.storage import schema
@@ -35,6 +40,8 @@ from core.tasks import (
 from core.timeline import ThreadId
 
 _t, _e, _c = schema.tasks, schema.task_events, schema.stream_positions
+_x = schema.external_subscriptions
+_LOCK_EXTERNAL = sql("SELECT pg_advisory_xact_lock(hashtextextended(:ref, 0))")
 _ADVANCE = (
     update(_c)
     .where(_c.c.stream == schema.TASK_EVENTS_STREAM)
@@ -137,6 +144,7 @@ class CreateTask:
 
     def apply(self, batch: Batch) -> Callable[[], tuple[Task, TaskEvent]]:
         if self.external is not None:
+            lock_external(batch, self.external)
             taken = batch.connection.execute(
                 select(_t.c.id).where(
                     _t.c.ext_source == self.external.source, _t.c.ext_key == self.external.key
@@ -173,8 +181,32 @@ class CreateTask:
             "external": ext.to_json() if ext else None,
         }
         event = _append(batch, task_id, 1, TaskEventKind.CREATED, self.actor, fields)
+        if ext is not None:
+            _adopt_watchers(batch, task_id, ext, since=event.position - 1)
         task = task_from_row(batch.connection.execute(_TASK, {"id": task_id}).one())
         return lambda: (task, event)
+
+
+def lock_external(batch: Batch, ref: ExternalRef) -> None:
+    """Serialise, across replicas, the transactions that create the task of an external item
+    or subscribe to it before it exists (PostgreSQL: a transaction-scoped advisory lock on the
+    key; SQLite's writer holds the whole file). Without it a subscription by key and the task's
+    creation, committed side by side, would miss each other."""
+    if batch.connection.dialect.name == "postgresql":
+        batch.connection.execute(_LOCK_EXTERNAL, {"ref": ref.text})
+
+
+def _adopt_watchers(batch: Batch, task_id: TaskId, ext: ExternalRef, since: int) -> None:
+    """Runs that subscribed to the item by its external key before the task existed watch the
+    task from now on, its creation included (`since` is just before it)."""
+    key = and_(_x.c.ext_source == ext.source, _x.c.ext_key == ext.key)
+    run_ids = batch.connection.execute(select(_x.c.run_id).where(key)).scalars().all()
+    if not run_ids:
+        return
+    rows = [{"run_id": r, "task_id": task_id, "since": since, "created_at": batch.now}
+            for r in run_ids]  # fmt: skip
+    batch.connection.execute(insert(schema.subscriptions), rows)
+    batch.connection.execute(delete(_x).where(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +280,19 @@ def task_with_events(conn: Connection, task_id: str) -> tuple[Task, list[TaskEve
 
 def task_row(conn: Connection, task_id: str) -> Task | None:
     row = conn.execute(_TASK, {"id": task_id}).first()
+    return task_from_row(row) if row else None
+
+
+_BY_EXTERNAL = select(_t).where(
+    _t.c.ext_source == bindparam("source"), _t.c.ext_key == bindparam("key")
+)
+_BY_EXTERNAL_FOR_UPDATE = _BY_EXTERNAL.with_for_update()
+
+
+def task_by_external(conn: Connection, ref: ExternalRef, *, lock: bool = False) -> Task | None:
+    """The task that refers to the external item, if any (`lock`: its row locked)."""
+    query = _BY_EXTERNAL_FOR_UPDATE if lock else _BY_EXTERNAL
+    row = conn.execute(query, {"source": ref.source, "key": ref.key}).first()
     return task_from_row(row) if row else None
 
 

@@ -1,0 +1,152 @@
+"""Outbound webhook endpoints over HTTP, for operators, and their delivery workers' lifecycle.
+
+    POST   /api/v1/endpoints               register: {url, kinds?, roles?, threads?,
+                                           from_position?, from_task_position?} -> 201, with
+                                           its signing secret (shown only here)
+    GET    /api/v1/endpoints               every endpoint, oldest first
+    GET    /api/v1/endpoints/{id}          one: status, reason, failures, cursors, next attempt
+    POST   /api/v1/endpoints/{id}/replay   {from_position?, from_task_position?}: deliver again
+                                           from there (inclusive); active again if parked or
+                                           disabled
+    DELETE /api/v1/endpoints/{id}          delete it; its deliveries stop
+
+Filters are checked against what this gateway has: roles it serves, threads that exist. The
+URL's host must resolve to global addresses only, unless `ROLECALL_ENDPOINTS_ALLOW_PRIVATE`
+(checked again at every connection: `channels.webhooks.outbound`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from channels.webhooks.outbound import Outbound
+from core.endpoints import (
+    SECRET_BYTES,
+    EndpointId,
+    Filters,
+    RetryPolicy,
+    new_secret,
+    parse_kinds,
+    parse_position,
+    parse_roles,
+    parse_threads,
+    parse_url,
+)
+from core.errors import InvalidInput, NotFound
+from core.timeline import ThreadId
+from gateway.api import DATABASE_KEY, field, read_object
+from gateway.roles import ROLES_KEY
+from gateway.settings import Settings
+
+OUTBOUND_KEY = web.AppKey("outbound", Outbound)
+
+routes = web.RouteTableDef()
+
+
+def add_routes(app: web.Application, settings: Settings) -> None:
+    """The routes, and the delivery workers started and stopped with the gateway (after the
+    database has opened, before it closes)."""
+    app.add_routes(routes)
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+
+
+async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+    outbound = Outbound(
+        app[DATABASE_KEY],
+        policy=RetryPolicy(
+            base=settings.endpoints_backoff_base,
+            cap=settings.endpoints_backoff_cap,
+            park_after=settings.endpoints_park_after,
+        ),
+        allow_private=settings.endpoints_allow_private,
+        timeout=settings.endpoints_timeout,
+    )
+    try:
+        await outbound.start()
+        app[OUTBOUND_KEY] = outbound
+        yield
+    finally:
+        await outbound.stop()
+
+
+@routes.post("/api/v1/endpoints")
+async def create_endpoint(request: web.Request) -> web.Response:
+    body = await read_object(
+        request,
+        required=["url"],
+        optional=["kinds", "roles", "threads", "from_position", "from_task_position"],
+    )
+    url = field(body, "url", parse_url)
+    filters = Filters(
+        kinds=field(body, "kinds", parse_kinds),
+        roles=field(body, "roles", parse_roles),
+        threads=field(body, "threads", parse_threads),
+    )
+    start = field(body, "from_position", parse_position)
+    task_start = field(body, "from_task_position", parse_position)
+    await _check_filters(request, filters)
+    outbound = request.app[OUTBOUND_KEY]
+    await outbound.check(url)
+    endpoint = await request.app[DATABASE_KEY].endpoints.create(
+        url=url,
+        secret=new_secret(secrets.token_bytes(SECRET_BYTES)),
+        filters=filters,
+        start=start,
+        task_start=task_start,
+    )
+    await outbound.refresh(endpoint.id)
+    return web.json_response({**endpoint.to_json(), "secret": endpoint.secret}, status=201)
+
+
+async def _check_filters(request: web.Request, filters: Filters) -> None:
+    served = request.app[ROLES_KEY]
+    if unknown := sorted(filters.roles - set(served)):
+        raise InvalidInput(
+            f"roles: no role named {unknown[0]!r} is served here", code="unknown_role"
+        )
+    threads = request.app[DATABASE_KEY].threads
+    for thread_id in sorted(filters.threads):
+        try:
+            await threads.get(ThreadId(thread_id))
+        except NotFound:
+            raise InvalidInput(
+                f"threads: no thread with id {thread_id!r}", code="unknown_thread"
+            ) from None
+
+
+@routes.get("/api/v1/endpoints")
+async def list_endpoints(request: web.Request) -> web.Response:
+    endpoints = await request.app[DATABASE_KEY].endpoints.all()
+    return web.json_response({"endpoints": [e.to_json() for e in endpoints]})
+
+
+@routes.get("/api/v1/endpoints/{id}")
+async def show_endpoint(request: web.Request) -> web.Response:
+    endpoint = await request.app[DATABASE_KEY].endpoints.get(request.match_info["id"])
+    return web.json_response(endpoint.to_json())
+
+
+@routes.post("/api/v1/endpoints/{id}/replay")
+async def replay_endpoint(request: web.Request) -> web.Response:
+    body = await read_object(
+        request, optional=["from_position", "from_task_position"], empty_ok=True
+    )
+    endpoint_id = EndpointId(request.match_info["id"])
+    endpoint = await request.app[DATABASE_KEY].endpoints.replay(
+        endpoint_id,
+        start=field(body, "from_position", parse_position),
+        task_start=field(body, "from_task_position", parse_position),
+    )
+    await request.app[OUTBOUND_KEY].refresh(endpoint_id)
+    return web.json_response(endpoint.to_json())
+
+
+@routes.delete("/api/v1/endpoints/{id}")
+async def delete_endpoint(request: web.Request) -> web.Response:
+    endpoint_id = EndpointId(request.match_info["id"])
+    endpoint = await request.app[DATABASE_KEY].endpoints.delete(endpoint_id)
+    await request.app[OUTBOUND_KEY].refresh(endpoint_id)
+    return web.json_response({**endpoint.to_json(), "deleted": True})

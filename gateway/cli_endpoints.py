@@ -1,0 +1,195 @@
+"""`rolecall endpoint …`: the outbound webhook endpoints of a running gateway.
+
+    rolecall endpoint add URL [--kind K]… [--role R]… [--thread ID]… [--from P] [--from-task P]
+    rolecall endpoint list
+    rolecall endpoint show ID
+    rolecall endpoint replay ID [--from POSITION] [--from-task POSITION]
+    rolecall endpoint remove ID
+
+`add` prints the endpoint's id and its signing secret, which the gateway shows only then. Like
+every command that talks to the gateway, each takes `--json`, `--url` and `--token`, and fails
+with one line (`gateway.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import urllib.parse
+from typing import Any
+
+from core.endpoints import KINDS
+from gateway.cli import (
+    JSON,
+    Command,
+    _client,
+    _count,
+    _gateway_options,
+    _one_line,
+    _output,
+    _print_json,
+    _table,
+)
+
+
+def add_endpoint_commands(commands: Any) -> None:
+    endpoint = commands.add_parser(
+        "endpoint",
+        help="outbound webhook endpoints of a running gateway",
+        description="Register, read and replay the endpoints a running gateway delivers its "
+        "events to as Standard Webhooks (docs/webhooks.md).",
+    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+    common = [_gateway_options()]
+
+    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = endpoint.add_parser(
+            name, help=help_text, description=help_text, parents=common
+        )
+        sub.set_defaults(command=command)
+        return sub
+
+    sub = add("add", endpoint_add_command, "register an endpoint; prints its secret (shown once)")
+    sub.add_argument(
+        "endpoint_url",
+        metavar="URL",
+        help="the receiver: where to deliver (http:// or https://; --url is the gateway)",
+    )
+    sub.add_argument(
+        "--kind",
+        dest="kinds",
+        action="append",
+        choices=KINDS,
+        metavar="KIND",
+        help=f"an event kind to deliver ({', '.join(KINDS)}); repeatable; default: all",
+    )
+    sub.add_argument(
+        "--role",
+        dest="roles",
+        action="append",
+        metavar="ROLE",
+        help="only conversations with this role; repeatable",
+    )
+    sub.add_argument(
+        "--thread",
+        dest="threads",
+        action="append",
+        metavar="ID",
+        help="only this thread; repeatable",
+    )
+    _positions(sub, "start at this timeline position (inclusive; default: what comes next)")
+
+    add("list", endpoint_list_command, "every endpoint, oldest first")
+
+    sub = add("show", endpoint_show_command, "an endpoint: status, reason, failures, cursors")
+    sub.add_argument("endpoint_id", metavar="ID")
+
+    sub = add(
+        "replay",
+        endpoint_replay_command,
+        "deliver again from a position; makes a parked or disabled endpoint active again",
+    )
+    sub.add_argument("endpoint_id", metavar="ID")
+    _positions(sub, "deliver again from this timeline position (inclusive)")
+
+    sub = add("remove", endpoint_remove_command, "delete an endpoint; its deliveries stop")
+    sub.add_argument("endpoint_id", metavar="ID")
+
+
+def _positions(sub: argparse.ArgumentParser, timeline_help: str) -> None:
+    sub.add_argument(
+        "--from", dest="from_position", type=_count(0), metavar="POSITION", help=timeline_help
+    )
+    sub.add_argument(
+        "--from-task",
+        dest="from_task_position",
+        type=_count(0),
+        metavar="POSITION",
+        help="the same for the task-event stream",
+    )
+
+
+def _path(endpoint_id: str) -> str:
+    return "/endpoints/" + urllib.parse.quote(endpoint_id, safe="")
+
+
+def endpoint_add_command(args: argparse.Namespace) -> int:
+    body: JSON = {
+        "url": args.endpoint_url,
+        "kinds": args.kinds,
+        "roles": args.roles,
+        "threads": args.threads,
+        "from_position": args.from_position,
+        "from_task_position": args.from_task_position,
+    }
+    made = _client(args).request("POST", "/endpoints", body=body).data
+    if args.json:
+        _print_json(made)
+        return 0
+    print(_table([["endpoint", str(made.get("id"))], ["secret", str(made.get("secret"))]]))
+    print("(the secret is shown only now: the receiver verifies signatures with it)")
+    return 0
+
+
+def endpoint_list_command(args: argparse.Namespace) -> int:
+    answer = _client(args).request("GET", "/endpoints").data
+    if args.json:
+        _print_json(answer)
+        return 0
+    endpoints = answer.get("endpoints") or []
+    if not endpoints:
+        print("(no endpoints)")
+        return 0
+    rows = [
+        [
+            str(e.get("id")),
+            _status(e),
+            f"{e.get('position')}/{e.get('task_position')}",
+            ",".join(e.get("kinds") or []),
+            str(e.get("url")),
+        ]
+        for e in endpoints
+    ]
+    print(_table([["ENDPOINT", "STATUS", "CURSORS", "KINDS", "URL"], *rows]))
+    return 0
+
+
+def endpoint_show_command(args: argparse.Namespace) -> int:
+    endpoint = _client(args).request("GET", _path(args.endpoint_id)).data
+    return _output(args, endpoint, _print_endpoint)
+
+
+def endpoint_replay_command(args: argparse.Namespace) -> int:
+    body = {"from_position": args.from_position, "from_task_position": args.from_task_position}
+    endpoint = _client(args).request("POST", _path(args.endpoint_id) + "/replay", body=body).data
+    return _output(args, endpoint, lambda e: _print_endpoint(e, note="replaying"))
+
+
+def endpoint_remove_command(args: argparse.Namespace) -> int:
+    gone = _client(args).request("DELETE", _path(args.endpoint_id)).data
+    return _output(args, gone, lambda e: print(f"removed endpoint {e.get('id')} ({e.get('url')})"))
+
+
+def _status(endpoint: JSON) -> str:
+    status = str(endpoint.get("status", "?"))
+    failures = endpoint.get("failures") or 0
+    return f"{status} ({failures} failures)" if failures else status
+
+
+def _print_endpoint(endpoint: JSON, *, note: str | None = None) -> None:
+    def listed(name: str) -> str:
+        return ", ".join(endpoint.get(name) or []) or "(all)"
+
+    fields = [
+        ["endpoint", str(endpoint.get("id")) + (f"  ({note})" if note else "")],
+        ["url", str(endpoint.get("url"))],
+        ["status", _status(endpoint)],
+        ["reason", _one_line(str(endpoint["reason"])) if endpoint.get("reason") else "-"],
+        ["kinds", listed("kinds")],
+        ["roles", listed("roles")],
+        ["threads", listed("threads")],
+        ["position", str(endpoint.get("position"))],
+        ["task_position", str(endpoint.get("task_position"))],
+        ["next_attempt_at", str(endpoint.get("next_attempt_at") or "-")],
+        ["created_at", str(endpoint.get("created_at"))],
+        ["updated_at", str(endpoint.get("updated_at"))],
+    ]
+    print(_table(fields))
