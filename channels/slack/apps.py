@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_sdk.errors import SlackTokenRotationError
@@ -85,15 +86,19 @@ def credentials(role: Role, secrets: Mapping[str, str], *, where: str) -> SlackC
     )
 
 
-def web_client(token: str | None, api_url: str) -> AsyncWebClient:
+def web_client(
+    token: str | None, api_url: str, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
     """A Web API client that waits out rate limits (429 `Retry-After`: Slack did not act on
     the call). It does not retry a call whose connection broke — Slack may have acted on it;
     the delivery worker looks before it posts again. Without a token it is the app's own client
-    (OAuth, and what bolt copies for each event, with the token it authorized)."""
+    (OAuth, and what bolt copies for each event, with the token it authorized). With `session`
+    its calls share that session's connections (without one, every call opens a connection)."""
     return AsyncWebClient(
         token=token,
         base_url=api_url,
         timeout=WEB_API_TIMEOUT,
+        session=session,
         retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)],
     )
 
@@ -161,6 +166,7 @@ class Clients:
         self._held: dict[str, _Held] = {}
         self._refused: set[str] = set()
         self._lock = asyncio.Lock()
+        self._session: aiohttp.ClientSession | None = None
 
     @classmethod
     def one_workspace(cls, client: AsyncWebClient) -> Clients:
@@ -169,10 +175,16 @@ class Clients:
 
     @classmethod
     def installed(
-        cls, api_url: str, installations: AsyncInstallationStore, rotator: AsyncTokenRotator
+        cls,
+        api_url: str,
+        installations: AsyncInstallationStore,
+        rotator: AsyncTokenRotator,
+        session: aiohttp.ClientSession | None = None,
     ) -> Clients:
         """The app installed over OAuth: each team's bot, from the installation store."""
-        return cls(api_url, installations=installations, rotator=rotator)
+        clients = cls(api_url, installations=installations, rotator=rotator)
+        clients._session = session
+        return clients
 
     async def for_team(self, team_id: str) -> AsyncWebClient:
         """The client with the team's bot token (`NotInstalled` when there is none)."""
@@ -212,7 +224,8 @@ class Clients:
             if rotated is not None:
                 await self._installations.async_save_bot(rotated)
                 bot = rotated
-        return _Held(web_client(bot.bot_token, self._api_url), bot.bot_token_expires_at)
+        client = web_client(bot.bot_token, self._api_url, self._session)
+        return _Held(client, bot.bot_token_expires_at)
 
 
 def _expiring(expires_at: int | None) -> bool:

@@ -28,8 +28,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -60,6 +61,10 @@ skipped (and logged). Anything else — a revoked token, a missing scope, Slack 
 retried with backoff and holds the role's delivery until it is fixed: nothing is lost. (An app
 installed over OAuth looks a refused token up again, and skips a workspace it is no longer
 installed in: `Clients`.)"""
+DMS_AT_ONCE = 16
+"""DMs posted to at the same time (each DM's own posts stay in order and paced)."""
+STATUS_AFTER = 1.0
+"""Seconds a turn runs before the DM shows the role is working."""
 ANSWERED_LOOKBACK = 50
 """Timeline events looked back through for the person's Slack message a reply answers."""
 
@@ -80,6 +85,9 @@ class Delivery:
         self._pace = pace
         self._bindings: dict[ThreadId, SlackBinding] = {}
         self._last_post: dict[str, float] = {}
+        self._showing: dict[ThreadId, asyncio.TimerHandle] = {}
+        self._shown: set[ThreadId] = set()
+        self._calls: set[asyncio.Task[None]] = set()
         self._heard: dict[ThreadId, str] = {}
         """The ts of the latest Slack message heard in each conversation (for "working…")."""
         self._names: dict[Address, str] = {}
@@ -87,8 +95,7 @@ class Delivery:
         self._task: asyncio.Task[None] | None = None
         self.cursor = 0
         """Events up to this position have been delivered."""
-        self._stored = 0
-        """The cursor as the database has it."""
+        self._at_once = asyncio.Semaphore(DMS_AT_ONCE)
         self.streams = Streams(
             role.name, clients, binding=self._bindings.get, heard=self._heard.get
         )
@@ -103,11 +110,15 @@ class Delivery:
         if cursor is None:  # the first start: what was said before is not news to Slack
             cursor = await self._db.threads.head()
             await self._db.slack.advance(self.role.name, cursor)
-        self.cursor = self._stored = cursor
+        self.cursor = cursor
         self._wake.set()
         self._task = asyncio.create_task(self._run(), name=f"rolecall-slack-{self.role.name}")
 
     async def stop(self) -> None:
+        for pending in self._showing.values():
+            pending.cancel()
+        for call in list(self._calls):
+            call.cancel()
         await self.streams.close()
         if self._task is not None:
             self._task.cancel()
@@ -133,13 +144,33 @@ class Delivery:
             self._wake.set()
 
     def on_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
-        """Show "working…" in the DM while the role's turn runs (Slack's assistant status)."""
+        """Show "working…" in the DM while the role's turn runs (Slack's assistant status) —
+        only once a turn has taken `STATUS_AFTER` seconds: a quick answer needs no status, and
+        two Web API calls a turn would cost more than the turn."""
         binding = self._bindings.get(thread_id)
         ts = self._heard.get(thread_id)
         if role != self.role.name or binding is None or ts is None:
             return
-        status = f"{self.role.display_name} is working…" if working else ""
-        asyncio.get_running_loop().create_task(self._status(binding, ts, status))
+        pending = self._showing.pop(thread_id, None)
+        if working:
+            self._showing[thread_id] = asyncio.get_running_loop().call_later(
+                STATUS_AFTER, self._show, thread_id, binding, ts
+            )
+        elif pending is not None:
+            pending.cancel()  # the turn ended before its status was shown: nothing to clear
+        elif thread_id in self._shown:
+            self._shown.discard(thread_id)
+            self._background(self._status(binding, ts, ""))
+
+    def _show(self, thread_id: ThreadId, binding: SlackBinding, ts: str) -> None:
+        self._showing.pop(thread_id, None)
+        self._shown.add(thread_id)
+        self._background(self._status(binding, ts, f"{self.role.display_name} is working…"))
+
+    def _background(self, call: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(call)
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
 
     async def _status(self, binding: SlackBinding, thread_ts: str, status: str) -> None:
         try:
@@ -166,38 +197,44 @@ class Delivery:
                 self._wake.set()
 
     async def _drain(self) -> None:
+        """Deliver page after page: the DMs of a page at once (each DM's events in order), then
+        the cursor past the page. A post is remembered with its Slack ts as soon as Slack took
+        it, so a page done again after a failure or a restart skips what was posted."""
         while True:
             page = await self._db.threads.events_since(self.cursor, limit=PAGE)
             if not page.events:
                 return
+            by_dm: dict[str, list[tuple[SlackBinding, AnyEvent]]] = {}
             for event in page.events:
                 binding = self._bindings.get(event.thread_id)
                 if binding is not None:
-                    await self._deliver(binding, event)
-                self.cursor = event.position
-            if self.cursor > self._stored:  # past events that needed no post
-                await self._db.slack.advance(self.role.name, self.cursor)
-                self._stored = self.cursor
+                    by_dm.setdefault(binding.channel_id, []).append((binding, event))
+            if by_dm:
+                await asyncio.gather(*(self._deliver_all(items) for items in by_dm.values()))
+            self.cursor = page.events[-1].position
+            await self._db.slack.advance(self.role.name, self.cursor)
+
+    async def _deliver_all(self, items: list[tuple[SlackBinding, AnyEvent]]) -> None:
+        async with self._at_once:
+            for binding, event in items:
+                await self._deliver(binding, event)
 
     async def _deliver(self, binding: SlackBinding, event: AnyEvent) -> None:
         if isinstance(event, Retraction):
             await self._retract(binding, event)
             return
         post = await self._post_for(event)
-        if post is None:
-            return
+        if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
+            return  # nothing to post, or posted already (before a failure or a restart)
         ts = None
         if isinstance(event, Message) and event.author == self.role.address:
             ts = await self.streams.claim(event.thread_id, event.text)
         if ts is None:
             ts = await self._send(binding, event, post)
-        if ts is not None:  # its ts and the cursor past it, in one transaction
+        if ts is not None:
             await self._db.slack.posted(
-                PostedToSlack(
-                    self.role.name, event.id, binding.channel_id, ts, post.thread_ts, event.position
-                )
+                PostedToSlack(self.role.name, event.id, binding.channel_id, ts, post.thread_ts)
             )
-            self._stored = event.position
 
     # --- what each event becomes --------------------------------------------------------------
 

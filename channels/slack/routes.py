@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from channels.slack import install
 from channels.slack.apps import (
+    WEB_API_TIMEOUT,
     Clients,
     SlackCredentials,
     bolt_app,
@@ -77,10 +79,13 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
     started: list[SlackRole] = []
     stops: list[Callable[[], None]] = []
     engine: AsyncEngine | None = None
+    # The Web API calls of every role share this session's connections; a call's time limit
+    # is the session's (the SDK applies its own `timeout` only to sessions it makes itself).
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEB_API_TIMEOUT))
     try:
         for entry in app[SLACK_KEY].values():
             role, creds = entry.role, entry.credentials
-            client = web_client(creds.bot_token, settings.slack_api_url)
+            client = web_client(creds.bot_token, settings.slack_api_url, session)
             clients = Clients.one_workspace(client)
             if creds.client_id is not None:  # installed over OAuth: `client` has no token
                 engine = engine or install.open_engine(settings.database)
@@ -89,7 +94,7 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
                 )
                 rotator = install.token_rotator(creds, client)
                 installations = entry.oauth.settings.installation_store
-                clients = Clients.installed(settings.slack_api_url, installations, rotator)
+                clients = Clients.installed(settings.slack_api_url, installations, rotator, session)
             entry.delivery = Delivery(role, database, clients, pace=settings.slack_pace)
             entry.bolt = bolt_app(role, creds, client, oauth=entry.oauth)
             Inbound(role, database, host, entry.delivery).register(entry.bolt)
@@ -114,6 +119,7 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
                 await entry.delivery.stop()
         if engine is not None:
             await engine.dispose()
+        await session.close()
 
 
 async def events(request: web.Request) -> web.Response:

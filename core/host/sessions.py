@@ -25,6 +25,14 @@ ToolGrant = Callable[[Run], Awaitable[ToolAccess]]
 """Mints a token of the run and says where its tools are (wired by the gateway)."""
 
 
+def needs_opening(session: AgentSession) -> bool:
+    """A session that woke without its agent's memory of the conversation — an ACP agent that
+    cannot load its sessions is given a new one — says so with a true `needs_opening`
+    attribute: its next prompt is then made an opening one (the recent conversation, the tasks
+    it follows), as for a session's first turn. Sessions without the attribute remember."""
+    return getattr(session, "needs_opening", False) is True
+
+
 class Sessions:
     def __init__(
         self,

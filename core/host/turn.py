@@ -5,6 +5,12 @@ failed attempt — the runtime raised, or time ran out — closes the session (t
 resumes it from its stored state) and is retried after a backoff that doubles, up to
 `HostLimits.attempts` in all. Then the driver's end-of-turn rule decides what the people see,
 and the end commits in one transaction with the run's cursor and the turn's record.
+
+A session that woke without its agent's memory of the conversation (`needs_opening`: an ACP
+agent that cannot load its sessions gets a new one) is told the turn as an opening prompt, as
+a session's first turn is. Messages the run sent during the turn with tools of its own — an
+agent outside the gateway's process calls them over MCP or HTTP — count as its answer, as those
+sent with the host's tools do.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +28,7 @@ from core.errors import Conflict
 from core.host.drafts import Draft, DraftKind, DraftListener
 from core.host.live import LiveRun
 from core.host.observer import HostObserver
-from core.host.sessions import Sessions
+from core.host.sessions import Sessions, needs_opening
 from core.roles.role import Role
 from core.runs.conversation import (
     TurnPlan,
@@ -30,15 +36,24 @@ from core.runs.conversation import (
     end_of_turn,
     failure_notice,
     prompt_for,
+    task_summary,
 )
 from core.runs.run import Run, TurnCause, TurnOutcome
 from core.runs.task import TaskTurnPlan, task_prompt
-from core.runtimes.base import AgentSession, Prompt, Reply, ReplyChunk, Step, ToolCall
+from core.runtimes.base import (
+    AgentSession,
+    Prompt,
+    PromptEvent,
+    Reply,
+    ReplyChunk,
+    Step,
+    ToolCall,
+)
 from core.storage.database import Database
 from core.storage.rows import to_micros
 from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.sql_runs import TurnRecord
-from core.timeline import ThreadId
+from core.timeline import Message, ThreadId
 from core.tools import RunTools
 
 log = logging.getLogger("rolecall.host")
@@ -57,6 +72,8 @@ class Tried:
     error: str | None = None
     cancelled: bool = False
     session: AgentSession | None = None
+    prompt: Prompt | None = None
+    """The prompt as the last attempt told it (an opening one, if its session needed it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +168,7 @@ class TurnTaker:
         live.turn_ended.clear()
         try:
             tried = await self._try(live, role, run, prompt, tools)
+            prompt = tried.prompt or prompt
             comments: list[str] = []
             state = None
             if tried.cancelled:
@@ -203,14 +221,16 @@ class TurnTaker:
     ) -> Tried:
         """The attempts at one turn: until one succeeds, control cancels, or all have failed."""
         tried = Tried()
+        told: list[Prompt] = []
         for number in range(self._limits.attempts):
             delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
             began: list[datetime] = []
             try:
                 tried.session, tried.steps, tried.replies = await self._attempt(
-                    live, role, run, prompt, tools, delay, began
+                    live, role, run, prompt, tools, delay, began, told
                 )
             except asyncio.CancelledError:
+                tried.prompt = told[-1] if told else None
                 task = asyncio.current_task()
                 if not live.cancel_requested or (task is not None and task.cancelling()):
                     raise  # the host is stopping: the turn is redone after restart
@@ -222,6 +242,7 @@ class TurnTaker:
                 await self._sessions.close(live)
                 return tried
             except Exception as failure:  # any runtime failure is this turn's failure
+                tried.prompt = told[-1] if told else None
                 tried.error = _describe(failure)
                 log.warning("run %s: attempt %d failed: %s", run.id, number + 1, tried.error)
                 tried.attempts.append(self._attempt_record(began, tried.error))
@@ -229,6 +250,7 @@ class TurnTaker:
                 await self._sessions.close(live)
                 continue
             tried.attempts.append(self._attempt_record(began, None))
+            tried.prompt = told[-1] if told else None
             tried.error = None
             return tried
         return tried
@@ -247,6 +269,7 @@ class TurnTaker:
         run = given.run
         generation = live.generation
         tried = await self._try(live, role, run, prompt, tools)
+        prompt = tried.prompt or prompt
         steps, replies, error, cancelled, session = (
             tried.steps,
             tried.replies,
@@ -264,7 +287,10 @@ class TurnTaker:
         elif error is not None:
             outcome, notice = TurnOutcome.FAILED, failure_notice(role.display_name)
         else:
-            end = end_of_turn(plan.cause, replies, display_name=role.display_name, sent=tools.sent)
+            sent = tools.sent
+            if not sent and not any(text.strip() for text in replies):
+                sent = await self._sent_elsewhere(run, after=plan.cursor_to)
+            end = end_of_turn(plan.cause, replies, display_name=role.display_name, sent=sent)
             outcome, notice, messages = end.outcome, end.notice, end.messages
             state = session.snapshot() if session is not None else None
             if state is not None and state == run.session.state:
@@ -314,24 +340,31 @@ class TurnTaker:
         tools: RunTools,
         delay: float,
         began: list[datetime],
+        told: list[Prompt],
     ) -> Attempted:
         """One attempt, in a task of its own (what `cancel` stops, backoff included): wait
-        `delay`, wake or start the session, prompt it and collect what it does."""
+        `delay`, wake or start the session, prompt it and collect what it does. The prompt it
+        tells is appended to `told`: `prompt`, or — when the session woke without its agent's
+        memory of the conversation — `prompt` made an opening one."""
 
         async def attempt() -> Attempted:
             if delay:
                 await asyncio.sleep(delay)
             began.append(self._clock())
             session = await self._sessions.for_turn(live, role, run)
+            told.append(prompt)
+            if not prompt.opening and needs_opening(session):
+                told[-1] = await self._opening(run, prompt)
+            said = told[-1]
             if run.thread_id is None:  # a task run: nobody watches its replies being written
-                return (session, *await _collect(session, prompt, tools, lambda kind, text: None))
+                return (session, *await _collect(session, said, tools, lambda kind, text: None))
             thread_id = run.thread_id
 
             def draft(kind: DraftKind, text: str) -> None:
                 self._drafts(Draft(thread_id, role.name, kind, text))
 
             try:
-                steps, replies = await _collect(session, prompt, tools, draft)
+                steps, replies = await _collect(session, said, tools, draft)
             except BaseException:
                 draft(DraftKind.ABANDONED, "")
                 raise
@@ -343,6 +376,41 @@ class TurnTaker:
                 return await live.attempt
         finally:
             live.attempt = None
+
+    async def _sent_elsewhere(self, run: Run, *, after: int) -> int:
+        """Messages the run sent during the turn with tools other than the host's: an agent
+        outside the gateway's process sends over MCP or HTTP (they count as its answer too)."""
+        assert run.thread_id is not None
+        role = run.role_address
+        page = await self._db.runs.pending(
+            run.thread_id, role, after=after, limit=self._limits.read_limit
+        )
+        return sum(1 for e in page.events if isinstance(e, Message) and e.author == role)
+
+    async def _opening(self, run: Run, prompt: Prompt) -> Prompt:
+        """`prompt` made an opening one, with the tasks the run follows and the conversation
+        before the news: read up to the last of the news, the news left out, so that the run's
+        own messages among them (sent over MCP in its last turn, they are not news) are there."""
+        if run.thread_id is None:  # a task run's prompt carries its task anyway
+            return replace(prompt, opening=True)
+        told = {event.id for event in prompt.news}
+        upto = max((event.seq for event in prompt.news), default=run.cursor)
+        unopened = replace(run, cursor=upto, session=replace(run.session, state=None))
+        [given] = await self._db.runs.turn_inputs(
+            [(unopened, False)], limit=1, recent=self._limits.recent + len(told)
+        )
+        if isinstance(given, Exception):
+            raise given
+        read = given.recent.events if given.recent is not None else ()
+        recent = [event for event in read if event.id not in told]
+        recent = recent[max(len(recent) - self._limits.recent, 0) :]
+        seq_of = {event.id: event.seq for event in read}
+        return replace(
+            prompt,
+            opening=True,
+            recent=[PromptEvent.of(event, seq_of=seq_of) for event in recent],
+            subscribed=[task_summary(task) for task in given.subscribed],
+        )
 
     def _attempt_record(self, began: list[datetime], error: str | None) -> dict[str, Any]:
         finished = self._clock()

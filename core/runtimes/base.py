@@ -246,6 +246,10 @@ class TurnTools(Protocol):
 
 
 class AgentSession(Protocol):
+    """A session of an agent. One that woke without its memory of the conversation (an ACP
+    agent that cannot load its sessions gets a new one) says so with a true `needs_opening`
+    attribute: its next prompt is then an opening one (`core.host.sessions.needs_opening`)."""
+
     @property
     def id(self) -> str: ...
 

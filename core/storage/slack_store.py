@@ -210,15 +210,15 @@ class SeenInSlack:
 
 @dataclass(frozen=True, slots=True)
 class PostedToSlack:
-    """Slack accepted the post of a timeline message: remember its `ts`, and move the role's
-    delivery cursor past it in the same transaction."""
+    """Slack accepted the post of a timeline message: remember its `ts` (and, with `position`,
+    move the role's delivery cursor past it in the same transaction)."""
 
     role: str
     message_id: EventId
     channel_id: str
     ts: str
     thread_ts: str | None
-    position: int
+    position: int | None = None
     thread_ids: Sequence[ThreadId] = ()
 
     def apply(self, batch: Batch) -> Callable[[], None]:
@@ -236,7 +236,8 @@ class PostedToSlack:
             )
             .on_conflict_do_nothing(index_elements=["role", "channel_id", "ts"])
         )
-        _advance(batch, self.role, self.position)
+        if self.position is not None:
+            _advance(batch, self.role, self.position)
         return lambda: None
 
 

@@ -26,14 +26,14 @@ BOT = "SLACK_ECHO_BOT_TOKEN"
 APP = "SLACK_ECHO_APP_TOKEN"
 
 
-def echo_role(mode: str = "http", *, stream: bool = False) -> Role:
+def echo_role(mode: str = "http", *, stream: bool = False, delay_ms: int = 0) -> Role:
     slack: dict[str, Any] = {"mode": mode, "bot_token": BOT}
     slack |= {"signing_secret": SIGNING} if mode == "http" else {"app_token": APP}
     return Role(
         name="echo",
         display_name="Echo",
         description="Says back what it is told.",
-        runtime={"kind": "builtin", "agent": "echo", "stream": stream},
+        runtime={"kind": "builtin", "agent": "echo", "stream": stream, "delay_ms": delay_ms},
         slack=slack,
     )
 
@@ -82,13 +82,14 @@ async def slack_gateway(
     mode: str = "http",
     port: int | None = None,
     stream: bool = False,
+    delay_ms: int = 0,
 ) -> AsyncIterator[SlackGateway]:
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     app = build_app(
         slack_settings(tmp_path, fake, port),
         api_token=TOKEN,
-        roles={"echo": echo_role(mode, stream=stream)},
+        roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
         secrets=secrets,
     )
     server = TestServer(app, host="127.0.0.1", port=port)

@@ -226,13 +226,23 @@ async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(tmp_path,
         assert members == {"person:alice", "person:bob", "role:echo"}
 
 
-async def test_the_dm_shows_the_role_working_while_its_turn_runs(tmp_path, fake_slack):
-    async with slack_gateway(tmp_path, fake_slack) as gw:
+async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack, delay_ms=1_500) as gw:
         said = fake_slack.user_message(ALICE, "are you there?")
         await gw.post_event(said)
-        calls = await fake_slack.wait_for("assistant.threads.setStatus", 2)
+        calls = await fake_slack.wait_for("assistant.threads.setStatus", 2, within=10)
         assert [c.args["status"] for c in calls] == ["Echo is working…", ""]
         assert {c.args["thread_ts"] for c in calls} == {said["event"]["ts"]}
+        [post] = await fake_slack.wait_for("chat.postMessage")
+        assert calls[0].at < post.at
+
+
+async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        await gw.post_event(fake_slack.user_message(ALICE, "quick"))
+        await fake_slack.wait_for("chat.postMessage")
+        await asyncio.sleep(1.5)
+        assert fake_slack.calls("assistant.threads.setStatus") == []
 
 
 def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_path, monkeypatch):
