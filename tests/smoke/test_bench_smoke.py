@@ -83,3 +83,16 @@ def test_sse_benchmark_delivers_every_message_once_and_writes_its_section(tmp_pa
         " ".join(" ".join(section).split())
     )
     assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Widget")
+
+
+def test_slack_events_benchmark_answers_every_event_once_and_writes_its_section(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.slack_only(report, rate=20, seconds=1, people=5, pace=0)
+    assert section[0] == run_all.SLACK_HEADING
+    assert "Every event sent was committed once and answered once in Slack (25 events, 2 of" in (
+        " ".join(" ".join(section).split())
+    )
+    assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Slack")
