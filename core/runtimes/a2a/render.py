@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.runtimes.base import Prompt, PromptEvent
+from core.runtimes.render import event_line
 
 
 def render(prompt: Prompt) -> list[str]:
@@ -34,21 +35,6 @@ def render(prompt: Prompt) -> list[str]:
     if not parts:
         parts.append("Nothing new in the conversation.")
     return parts
-
-
-def event_line(event: PromptEvent) -> str:
-    """One event of the conversation as one line (a message's text may run over several)."""
-    at = f"#{event.seq}"
-    if event.kind == "message":
-        marked = " (retracted)" if event.retracted else ""
-        return f"{at} {event.author}{marked}: {event.text or ''}"
-    if event.kind == "participant_state_changed":
-        return f"{at} {event.participant} is now {event.state}"
-    if event.kind == "retraction":
-        target = f"#{event.target_seq}" if event.target_seq is not None else "an earlier message"
-        reason = f": {event.text}" if event.text else ""
-        return f"{at} {event.author} retracted {target}{reason}"
-    return f"{at} (system) {event.text or ''}"
 
 
 def _lines(title: str, events: Sequence[PromptEvent]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.runtimes.base import Prompt, PromptEvent
+from core.runtimes.render import event_line
 
 MCP_SERVER = "rolecall"
 """The name our MCP server has in the agent's session (Claude's adapter calls our tools
@@ -44,21 +45,6 @@ def render(prompt: Prompt, *, display_name: str) -> str:
     if prompt.more:
         parts.append("More news follows in your next prompt.")
     return "\n\n".join(parts)
-
-
-def event_line(event: PromptEvent) -> str:
-    """One event of the conversation (a message's text may run over several lines)."""
-    at = f"#{event.seq} [{event.at:%Y-%m-%d %H:%M}]"
-    if event.kind == "message":
-        marked = " (retracted)" if event.retracted else ""
-        return f"{at} {event.author}{marked}: {event.text or ''}"
-    if event.kind == "participant_state_changed":
-        return f"{at} {event.participant} is now {event.state}"
-    if event.kind == "retraction":
-        target = f"#{event.target_seq}" if event.target_seq is not None else "an earlier message"
-        reason = f": {event.text}" if event.text else ""
-        return f"{at} {event.author} retracted {target}{reason}"
-    return f"{at} (notice) {event.text or ''}"
 
 
 def _opening(prompt: Prompt, display_name: str) -> list[str]:
@@ -100,7 +86,7 @@ def _waiting(pending: int) -> str:
 
 
 def _lines(title: str, events: Sequence[PromptEvent]) -> str:
-    return "\n".join([title, *(event_line(e) for e in events)])
+    return "\n".join([title, *(event_line(e, dated=True) for e in events)])
 
 
 def _task_line(task: Mapping[str, Any]) -> str:
