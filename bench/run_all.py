@@ -5,11 +5,14 @@
     python -m bench.run_all --only fanout
     python -m bench.run_all --only sse
     python -m bench.run_all --only slack
+    python -m bench.run_all --only webhooks
+    python -m bench.run_all --only acp
 
 Each benchmark measures its ceiling in the same run, on the same machine, so the ratios mean
 something even when the absolute numbers move with the machine's load. `--only NAME` (recall,
-fanout, sse or slack) runs that benchmark alone and writes its section over the one in the report
-(or after the others), saying when and where it was measured, apart from the run at the top.
+fanout, sse, slack, webhooks or acp) runs that benchmark alone and writes its section over the one
+in the report (or after the others), saying when and where it was measured, apart from the run at
+the top.
 """
 
 from __future__ import annotations
@@ -23,7 +26,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import fanout, ingest, recall, roundtrip, slack_events, sleep_memory, sse, timeline
+from bench import (
+    acp_sleep,
+    fanout,
+    ingest,
+    recall,
+    roundtrip,
+    slack_events,
+    sleep_memory,
+    sse,
+    timeline,
+    webhooks,
+)
 from bench.harness import ROOT, Latency, machine, today
 
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -33,6 +47,7 @@ TIMELINE_TARGET = "p99 under 5 ms"
 ROUNDTRIP_TARGET = "at least 1,500 round trips/s with p99 under 50 ms"
 RECALL_TARGET = "p99 under 10 ms"
 SLACK_TARGET = "p99 time to the 200 under 100 ms, no duplicates"
+WEBHOOKS_TARGET = "inbound: p99 time to the 2xx reported (no number set), duplicates processed 0"
 
 CONVERSATIONS = 1_000
 ROUND_TRIPS = 10_000
@@ -50,11 +65,20 @@ SSE_MISSED = 5
 SLACK_RATE = 500
 SLACK_SECONDS = 20
 SLACK_PEOPLE = 500
+WEBHOOKS_RATE = 1_000
+WEBHOOKS_SECONDS = 10
+WEBHOOKS_KEYS = 1_000
+WEBHOOKS_EVENTS = 10_000
+WEBHOOKS_ENDPOINTS = 10
+ACP_CONVERSATIONS = 200
+ACP_IDLE_SLEEP = 5.0
 
 RECALL_HEADING = "## Agent memory recall"
 FANOUT_HEADING = "## Task fan-out to subscribed conversations"
 SSE_HEADING = "## Widget streams (Server-Sent Events)"
 SLACK_HEADING = "## Slack events (Events API) at a steady rate"
+WEBHOOKS_HEADING = "## Webhooks: signed deliveries in, committed events out"
+ACP_HEADING = "## ACP agents that sleep and wake"
 
 WHERE_THE_TIME_GOES = """\
 Where the time goes. On two cores the load generator takes most of one; the server is one
@@ -93,6 +117,29 @@ up to 100,000), SQLite's page caches (the writer's connection and four readers',
 each by default), and the memory Python's allocator keeps after objects are freed. Every echo
 session here is tiny (its state is a few fields), so the awake/asleep difference is what holding
 a session and its run costs the host, not what an agent with real context would cost."""
+
+WEBHOOKS_WHERE_THE_TIME_GOES = """\
+Where the time goes (read from the code and the CPU counters above; not profiled). Inbound:
+each delivery is one unit of work in the gateway's group-commit writer (`ReceiveDelivery`,
+core/storage/webhook_store.py), run in the writer's thread under the interpreter lock the event
+loop needs too: about ten SQL statements built with SQLAlchemy Core (the delivery id looked up,
+the item's lock, its task read, the delivery recorded, the task created or not, the comment's
+event with its position and the task's counters, the task read back for the answer), then the
+answer's JSON with the task and its events; the signature check itself is the ceiling's cost.
+The server CPU per request in the table is what one delivery costs, so the gateway acknowledges
+at most about one core divided by it; when the offered rate is above that, the open load queues
+and the time to the 2xx is mostly the client lag (a delivery waiting for a free connection),
+not the gateway's time per request. Outbound: each endpoint's worker sends one request at a
+time and, after each 2xx, writes its cursor with the attempt (`endpoints.record`: a unit of a
+write batch, a commit with an fsync) before it sends the next; the ten workers' records share
+batches, but every event of every endpoint waits for its own commit. All endpoints together
+are then bound by the gateway's CPU per delivery (the page read, the body's JSON, the
+signature, aiohttp's client request, the record) on one interpreter, which is why they drain
+in step, and why the flapping endpoint, whose backoff leaves the others more of it, finishes
+barely after them. The bare sender pays only the request (and its share of the receivers'
+process). When other processes used a core of their own, as the CPU figures above say, the
+gateway got less than a core: the absolute rates then understate it, the CPU per request and
+per delivery less so."""
 
 
 def _row(name: str, result: Latency) -> str:
@@ -135,7 +182,9 @@ def _meets(trips: roundtrip.RoundTrips) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", choices=["recall", "fanout", "sse", "slack"], help="run this benchmark alone"
+        "--only",
+        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp"],
+        help="run this benchmark alone",
     )
     only = parser.parse_args().only
     if only is not None:
@@ -144,6 +193,8 @@ def main() -> None:
             "fanout": fanout_only,
             "sse": sse_only,
             "slack": slack_only,
+            "webhooks": webhooks_only,
+            "acp": acp_only,
         }
         print("\n".join(alone[only]()))
         return
@@ -182,6 +233,14 @@ def main() -> None:
         started = time.monotonic()
         slack = slack_events.measure(SLACK_RATE, SLACK_SECONDS, SLACK_PEOPLE)
         timed("slack", started)
+        started = time.monotonic()
+        hooks = webhooks.measure(
+            WEBHOOKS_RATE, WEBHOOKS_SECONDS, WEBHOOKS_KEYS, WEBHOOKS_EVENTS, WEBHOOKS_ENDPOINTS
+        )
+        timed("webhooks", started)
+        started = time.monotonic()
+        agents = acp_sleep.measure(workdir / "acp", ACP_CONVERSATIONS, ACP_IDLE_SLEEP)
+        timed("acp", started)
     minutes = (time.monotonic() - began) / 60
     bare, ceiling, gateway = (runs[k].latency for k in ("aiohttp", "commit", "gateway"))
     verdict_ingest = "met" if gateway.rate >= 4_000 and gateway.p99_ms < 15 else "**not met**"
@@ -240,6 +299,8 @@ def main() -> None:
         *_fanout_section(fan),
         *_sse_section(streams),
         *_slack_section(slack),
+        *_acp_section(agents),
+        *_webhooks_section(hooks),
     ]
     REPORT.write_text("\n".join(lines))
     print("\n".join(lines))
@@ -448,6 +509,30 @@ def slack_only(
     section = _slack_section(result, measured=measured)
     text = report.read_text() if report.exists() else ""
     report.write_text(_with_section(text, SLACK_HEADING, section))
+    return section
+
+
+def webhooks_only(
+    report: Path = REPORT,
+    rate: float = WEBHOOKS_RATE,
+    seconds: float = WEBHOOKS_SECONDS,
+    keys: int = WEBHOOKS_KEYS,
+    events: int = WEBHOOKS_EVENTS,
+    endpoints: int = WEBHOOKS_ENDPOINTS,
+    *,
+    flap_seconds: float = webhooks.FLAP_SECONDS,
+) -> list[str]:
+    """Run the webhooks benchmark alone and write its section into `report`: over the section
+    there, or after the others."""
+    started = time.monotonic()
+    result = webhooks.measure(rate, seconds, keys, events, endpoints, flap_seconds=flap_seconds)
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only webhooks`, which "
+        f"took {time.monotonic() - started:.0f} s, apart from the run at the top of this page."
+    )
+    section = _webhooks_section(result, measured=measured)
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, WEBHOOKS_HEADING, section))
     return section
 
 
@@ -1010,6 +1095,335 @@ def _slack_section(result: slack_events.Result, *, measured: str = "") -> list[s
             "which it can commit a person's message, run a turn and post a reply for each "
             "event, well under 500 a second on this machine."
         ),
+        "",
+    ]
+
+
+def acp_only(
+    report: Path = REPORT,
+    conversations: int = ACP_CONVERSATIONS,
+    idle_sleep_after: float = ACP_IDLE_SLEEP,
+) -> list[str]:
+    """Run the ACP sleep-and-wake benchmark alone and write its section into `report`: over the
+    section there, or after the others."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
+        result = acp_sleep.measure(Path(tmp), conversations, idle_sleep_after)
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only acp`, which "
+        f"took {time.monotonic() - started:.0f} s, apart from the run at the top of this page."
+    )
+    section = _acp_section(result, measured=measured)
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, ACP_HEADING, section))
+    return section
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None or seconds != seconds else f"{seconds * 1000:,.1f}"
+
+
+def _counts(found: dict[str, int]) -> str:
+    return ", ".join(f"{count:,} {name}" for name, count in sorted(found.items())) or "none"
+
+
+def _ms_cell(ms: float) -> str:
+    return f"{ms:,.2f}" if ms < 100 else f"{ms:,.0f}"
+
+
+def _acp_cells(result: Latency | None) -> str:
+    return f"{_ms_cell(result.p50_ms)} | {_ms_cell(result.p99_ms)}" if result else "n/a | n/a"
+
+
+def _acp_row(p: acp_sleep.Pass) -> str:
+    lat, turn, agent = p.latency, p.turn, p.agent
+    return (
+        f"| {p.name} | {p.sent:,} | {p.missing:,} | {_acp_cells(lat)} "
+        f"| {_ms_cell(turn.p50_ms) if turn else 'n/a'} | {_acp_cells(agent)} "
+        f"| {p.overhead:,.0f} | {p.seconds:,.1f} | {p.gateway_cpu:,.1f} | {p.agents_cpu:,.1f} |"
+    )
+
+
+def _cpu_ms(seconds: float, turns: int) -> str:
+    return f"{seconds / max(turns, 1) * 1000:,.1f}"
+
+
+def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
+    first, warm, wake = result.first, result.warm, result.wake
+    n = result.conversations
+    missing = first.missing + warm.missing + wake.missing
+    failed = {
+        p.name: {k: v for k, v in p.outcomes.items() if k != "replied"} for p in (first, warm, wake)
+    }
+    failed = {name: found for name, found in failed.items() if found}
+    stages = [
+        f"| {label} | {_ms(first.stages.get(key))} | {_ms(warm.stages.get(key))} "
+        f"| {_ms(wake.stages.get(key))} |"
+        for key, label in acp_sleep.STAGES
+    ]
+    spawn = wake.stages.get("spawn", float("nan"))
+    wake_p50 = wake.latency.p50_ms / 1000 if wake.latency else float("nan")
+    warm_gateway = sum(warm.stages.get(k, 0.0) for k in ("queued", "after_prompt", "commit"))
+    agent_cpu = wake.agents_cpu / max(wake.sent, 1)
+    cores = os.cpu_count() or 1
+    per_close = (result.asleep_after - result.idle_sleep_after) / max(result.alive_after_replies, 1)
+    return [
+        ACP_HEADING,
+        "",
+        *([_paragraph(measured), ""] if measured else []),
+        _paragraph(
+            f"`python -m bench.acp_sleep`: `rolecall serve` on a fresh SQLite file with one role, "
+            "`agent`, of kind `acp`, backed by the tests' fake ACP agent "
+            "(tests/runtimes/fake_acp_agent.py `--load`: a Python program on the "
+            "`agent-client-protocol` package that can load its sessions), "
+            f"`idle_sleep_after: {result.idle_sleep_after:g}`, `max_processes` and "
+            f"`max_concurrent_turns` {n + 16}, `turn_timeout: {acp_sleep.TURN_TIMEOUT}`. "
+            f"{n:,} conversations {{person:uN, role:agent}}; each pass posts one person message "
+            f"to every conversation at once (from {acp_sleep.POSTERS} connections) and waits for "
+            f"every reply, up to {acp_sleep.PASS_DEADLINE:.0f} s. The message is `say …`, which "
+            "the fake writes back as its reply, a word a chunk, with no MCP call; the fake "
+            "journals the seconds each prompt took it (its own time). First contact: the run is "
+            "created and its session started (process spawn, `initialize`, `session/new`, the "
+            "opening prompt). Warm: straight after, to processes still alive (a conversation "
+            "answered early in first contact may have slept by then: its turn wakes it and is "
+            "counted apart). Then the benchmark "
+            "waits until no agent process (a living child of the gateway, read from /proc every "
+            f"{acp_sleep.SAMPLE_EVERY:g} s) is left, and wakes every conversation: spawn, "
+            "`initialize`, `session/load`, the prompt. Latency is the gateway's own, from the "
+            "person message's commit to the reply's commit (the `at` of both events, read on "
+            "the committed-event stream); the turn's duration is its record's "
+            "(`GET /api/v1/runs/{id}/turns`: started to finished)."
+        ),
+        "",
+        "| pass | conversations | replies missing | commit → reply p50 ms | p99 ms "
+        "| turn as recorded p50 ms | agent's own p50 ms | p99 ms | ÷ agent's own (p50) "
+        "| pass s | gateway CPU s | agents' CPU s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        _acp_row(first),
+        _acp_row(warm),
+        _acp_row(wake),
+        "",
+        _paragraph(
+            f"Agent processes alive at peak: **{result.peak_processes}**; once the warm "
+            f"replies were in: {result.alive_after_replies} (their RSS together "
+            f"{result.agent_rss / 2**20:,.0f} MiB); after idle sleep: "
+            f"**{result.alive_after_sleep}**, {result.asleep_after:.1f} s after the last warm "
+            f"reply (sessions then: {_counts(result.sessions_after_sleep)}), about "
+            f"{per_close:,.2f} s a process past `idle_sleep_after`. In the warm pass "
+            f"{sum(warm.opened.values()):,} turns found their session already asleep (first "
+            "contact lasted longer than idle sleep for the conversations answered early) and "
+            "woke it; the warm stages below are over the others. Wake latency "
+            f"(commit → reply): **{_acp_cells(wake.latency).replace(' | ', ' ms p50, ')} ms "
+            f"p99**; first contact: {_acp_cells(first.latency).replace(' | ', ' ms p50, ')} "
+            f"ms p99. Agent sessions opened: first contact {_counts(first.opened)}; wake "
+            f"{_counts(wake.opened)}. "
+            f"Replies missing: {missing}"
+            + (
+                "; turns not replied: "
+                + "; ".join(f"{name} {_counts(found)}" for name, found in failed.items())
+                + "."
+                if failed
+                else "; every turn replied."
+            )
+        ),
+        "",
+        _paragraph(
+            "Median of each stage, ms (from the turns' records, the events and the fake's "
+            "journal; the clocks are the same machine's):"
+        ),
+        "",
+        "| stage | first contact | warm | wake |",
+        "| --- | ---: | ---: | ---: |",
+        *stages,
+        "",
+        _paragraph(
+            f"Where the time goes. Cold and waking, a turn is almost all the agent's program "
+            f"starting: waking, {spawn:,.1f} s of the median {wake_p50:,.1f} s pass between "
+            "the turn's start and the fake's first line of its own (fork and exec, the "
+            "interpreter, its imports: `acp`, `mcp`, `httpx2`, pydantic). Alone on an idle "
+            f"machine the fake starts in {result.fake_start:,.2f} s; here {n:,} start at once "
+            f"on {cores} cores, each using about {agent_cpu:,.2f} s of CPU in the wake pass, so "
+            f"they queue for the CPU: the wake pass's agents used {wake.agents_cpu:,.0f} "
+            f"CPU-seconds ({wake.agents_cpu / cores:,.0f} s of all {cores} cores) and the gateway "
+            f"{wake.gateway_cpu:,.0f}, in a pass of {wake.seconds:,.0f} s. `initialize`, "
+            "opening the session and the prompt itself take milliseconds. The gateway is one "
+            f"process among up to {n:,} runnable ones, and Linux shares the CPU by thread, so "
+            "while they start its own steps wait for the CPU too: the median message waited "
+            f"{first.stages.get('queued', 0):,.1f} s in first contact and "
+            f"{wake.stages.get('queued', 0):,.1f} s waking before its turn started (routing "
+            "and the run's read, a moment of CPU each), and the spawns come late. In CPU the "
+            f"gateway's part is small: {_cpu_ms(first.gateway_cpu, first.sent)} ms a turn in "
+            f"first contact, {_cpu_ms(warm.gateway_cpu, warm.sent)} warm, "
+            f"{_cpu_ms(wake.gateway_cpu, wake.sent)} waking, against "
+            f"{_cpu_ms(wake.agents_cpu, wake.sent)} ms of the agents' a waking turn. "
+            "Warm, the gateway's share of the time is what is left around the agent's own: "
+            "from the message's commit to the turn's start (routing, the run's read, the "
+            "prompt's rendering), from the agent's answer to the turn's end, and the reply's "
+            f"commit, together {warm_gateway * 1000:,.1f} ms at the medians against the agent's "
+            f"{warm.agent.p50_ms if warm.agent else float('nan'):,.1f} ms; but the warm pass "
+            f"ran beside the {sum(warm.opened.values()):,} processes it woke (their "
+            f"{warm.agents_cpu:,.0f} CPU-seconds), so these are times under load, not the "
+            "gateway's floor (the echo round trip above, one poster, is). The ratios to the "
+            "agent's own time are large because the fake does almost nothing; a real agent's "
+            "prompt takes seconds (a model's answer), against which the warm overhead is small "
+            "and the cold start is the program's own start (Node for Claude's adapter). "
+            "Sleeping is slow at this scale: the host's idle sweep (`sleep_idle` in "
+            "core/host/host.py) closes sessions one after another, and an ACP session's close "
+            "waits for its process to exit after its input ends (up to 2 s, then SIGTERM, "
+            f"then SIGKILL), so {result.alive_after_replies:,} processes took "
+            f"{result.asleep_after:,.0f} s to end, holding their `max_processes` slots "
+            "meanwhile."
+        ),
+        "",
+    ]
+
+
+def _hook_acks_row(server: str, acks: webhooks.Acks) -> str:
+    errors = ", ".join(f"{n:,} {kind}" for kind, n in sorted(acks.errors.items())) or "0"
+    return (
+        f"| {server} | {acks.deliveries:,} + {acks.repeats:,} "
+        f"| {acks.accepted:,} + {acks.repeats_accepted:,} | {acks.rate:,.0f} "
+        f"| {acks.latency.p50_ms:,.2f} | {acks.latency.p99_ms:,.2f} | {acks.max_ms:,.1f} "
+        f"| {errors} | {acks.unsent:,} | {acks.lag.p99_ms:,.2f} | {acks.cpu_us_per_send:,.0f} |"
+    )
+
+
+def _drain_row(drain: webhooks.Drain, ceiling: webhooks.Drain | None) -> str:
+    latency = drain.latency
+    name = f"`/{drain.name}`" + (" (flapping)" if drain.flapping else "")
+    return (
+        f"| {name} | {drain.received:,} | {drain.requests:,} | {drain.failed:,} "
+        f"({drain.retry_after:,}) | {drain.duplicates:,} | {drain.missing:,} "
+        f"| {drain.out_of_order:,} | {drain.bad_signatures:,} | {drain.seconds:,.1f} "
+        f"| {_latency_cells(latency)} | {ceiling.seconds if ceiling else float('nan'):,.2f} |"
+    )
+
+
+def _webhooks_section(result: webhooks.Result, *, measured: str = "") -> list[str]:
+    inbound, out = result.inbound, result.outbound
+    gateway, bare, done = inbound.gateway, inbound.ceiling, inbound.processed
+    meets = done.clean and not gateway.errors and not gateway.unsent
+    verdict = "met" if meets else "**not met**"
+    ceilings = {d.name: d for d in out.ceiling}
+    steady = [d for d in out.drains if not d.flapping]
+    flapping = [d for d in out.drains if d.flapping]
+    delivered = max(out.delivered, 1)
+    cpu_per = out.cpu.gateway / delivered * 1e6
+    return [
+        WEBHOOKS_HEADING,
+        "",
+        *([_paragraph(measured), ""] if measured else []),
+        _paragraph(
+            "`python -m bench.webhooks` ([webhooks.md](webhooks.md)). **Inbound**: `rolecall "
+            f"serve` on a fresh SQLite file with one source, `{webhooks.SOURCE}` (`kind: "
+            f"standard`, its secret in the setting `{webhooks.SECRET_SETTING}`, in a sources "
+            f"directory of its own). {inbound.rate * inbound.seconds:,.0f} deliveries at "
+            f"{inbound.rate:,.0f}/s for {inbound.seconds:g} s, the generic shape about "
+            f"{inbound.keys:,} items round-robin (the first delivery about an item creates its "
+            "task; each carries a comment of its own), signed with the `standardwebhooks` "
+            f"package before the pass; one in {webhooks.REPEAT_EVERY} is sent again with the "
+            "same `webhook-id` and body, alternately at once (racing the first on another "
+            f"connection) and {webhooks.REPEAT_LATER:g} s later. The load is open: delivery i "
+            f"is due at i/{inbound.rate:,.0f} s and written when due on the first free one of "
+            f"{inbound.connections} keep-alive connections (raw HTTP/1.1); latency runs from "
+            "when it was due to the 2xx. Afterwards every task and its history are read through "
+            "the operator API (`GET /api/v1/tasks`, `GET /api/v1/tasks/{id}`). The ceiling "
+            "(`python -m bench.webhooks --ceiling PORT`): a bare aiohttp handler that verifies "
+            "the same signature with `standardwebhooks` and answers 204, no database, fed the "
+            "same requests by the same client."
+        ),
+        "",
+        "| server | deliveries + repeats | answered 2xx | 2xx/s | p50 ms | p99 ms | max ms "
+        "| errors | not sent | client lag p99 ms | server CPU µs/request |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        _hook_acks_row("ceiling: signature check, 204", bare),
+        _hook_acks_row("rolecall serve", gateway),
+        "",
+        _paragraph(
+            "Gateway ÷ ceiling: time to the 2xx "
+            f"**{_times(gateway.latency.p50_ms / bare.latency.p50_ms)}** at p50, "
+            f"**{_times(gateway.latency.p99_ms / bare.latency.p99_ms)}** at p99; 2xx/s "
+            f"**{gateway.rate / bare.rate:.2f}**; server CPU per request "
+            f"**{gateway.cpu_us_per_send / bare.cpu_us_per_send:,.1f}**. Checked against the "
+            f"tasks: {done.tasks:,} tasks for {done.items:,} items (created twice: "
+            f"{done.created_twice:,}); comments of deliveries answered 2xx {done.comments:,} of "
+            f"{gateway.accepted:,}, missing {done.missing:,}; **duplicates processed "
+            f"{done.duplicates:,}**; comments of deliveries never answered 2xx "
+            f'{done.unanswered:,}; requests answered `"duplicate": true` '
+            f"{gateway.answered_duplicate:,} (repeats sent: {gateway.repeats:,}). Target "
+            f"({WEBHOOKS_TARGET}): p99 {gateway.latency.p99_ms:,.1f} ms; {verdict}. While the "
+            f"deliveries came ({gateway.seconds:.1f} s) the gateway used "
+            f"{gateway.server_cpu / max(gateway.seconds, 1e-9):.2f} cores on average, other "
+            "processes on the machine "
+            f"{gateway.others_cpu / max(gateway.seconds, 1e-9):.2f}, this "
+            f"client {gateway.client_cpu / max(gateway.seconds, 1e-9):.2f} (ceiling's pass: "
+            f"{bare.others_cpu / max(bare.seconds, 1e-9):.2f} and "
+            f"{bare.client_cpu / max(bare.seconds, 1e-9):.2f})."
+        ),
+        "",
+        _paragraph(
+            f"**Outbound**: {out.endpoints} endpoints registered for `message` events "
+            "(`POST /api/v1/endpoints`) on a gateway with `ROLECALL_ENDPOINTS_ALLOW_PRIVATE=true` "
+            f"and a backoff of {webhooks.BACKOFF_BASE:g} s to {webhooks.BACKOFF_CAP:g} s, "
+            "pointing at receivers in a process of their own (`python -m bench.webhooks "
+            "--receivers PORT`: one aiohttp server, a path per endpoint, each verifying every "
+            "request with its endpoint's secret with `standardwebhooks`, deduplicating by "
+            "`webhook-id`, checking that `position` only grows, timing each event's first "
+            f"arrival). `/e0` flaps for {out.flap_seconds:g} s from its first request: every "
+            f"other request fails, with a 500 or, one failure in {webhooks.RETRY_AFTER_EVERY}, a "
+            f"429 with `Retry-After: 1`. Then {out.events:,} messages are posted through the "
+            f"operator API as the role `{webhooks.ROLE}` (a role's messages start no turns) by "
+            f"{webhooks.POSTERS} posters over {webhooks.THREADS} conversations, as fast as they "
+            "are answered. Times run from the first post; commit → arrival from the post's "
+            "answer to the event's first arrival at the receiver (one monotonic clock). The "
+            "ceiling: the same receivers, reset and none flapping, fed by this process with the "
+            "bodies `/e1` accepted, in the same order, signed before the pass with each "
+            "endpoint's secret, one request at a time per endpoint (aiohttp, one keep-alive "
+            "connection each), all endpoints at once."
+        ),
+        "",
+        "| endpoint | events | requests | failed on purpose (429) | duplicates | missing "
+        "| out of order | bad signatures | drain s | commit → arrival p50 ms | p99 ms "
+        "| ceiling drain s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *(_drain_row(d, ceilings.get(d.name)) for d in out.drains),
+        "",
+        _paragraph(
+            f"{out.events:,} messages were committed in {out.post_seconds:.1f} s "
+            f"({out.events / max(out.post_seconds, 1e-9):,.0f}/s, the endpoints' workers "
+            "delivering meanwhile). "
+            + (
+                f"Every endpoint had every event **{out.seconds:.1f} s** after the first post "
+                if not any(d.missing for d in out.drains)
+                else "Not every endpoint got every event; the last arrival came "
+                f"{out.seconds:.1f} s after the first post "
+            )
+            + f"(**{out.rate:,.0f} deliveries/s** overall); the steady endpoints drained in "
+            f"{min(d.seconds for d in steady):.1f} to {max(d.seconds for d in steady):.1f} s"
+            + (
+                f", the flapping one in {flapping[0].seconds:.1f} s "
+                f"({flapping[0].failed:,} failures on purpose)"
+                if flapping
+                else ""
+            )
+            + f". The ceiling delivered the same {sum(d.received for d in out.ceiling):,} "
+            f"requests in {out.ceiling_seconds:.1f} s (**{out.ceiling_rate:,.0f}/s**): gateway ÷ "
+            f"ceiling **{out.rate / max(out.ceiling_rate, 1e-9):.2f}** in deliveries/s. "
+            + (
+                "No duplicates, nothing missing, nothing out of order, every signature valid. "
+                if out.clean
+                else "See the table for what went wrong. "
+            )
+            + "The gateway's view at the end: "
+            + ", ".join(f"`/{n}` {s}" for n, s in out.statuses.items())
+            + f". Over the pass the gateway used {out.cpu.gateway:.1f} s of CPU "
+            f"({cpu_per:,.0f} µs per delivery), the receivers {out.cpu.receivers:.1f} s, this "
+            f"process {out.cpu.client:.1f} s and other processes {out.cpu.others:.1f} s; the "
+            f"ceiling's pass: receivers {out.ceiling_cpu.receivers:.1f} s, sender "
+            f"{out.ceiling_cpu.client:.1f} s, others {out.ceiling_cpu.others:.1f} s."
+        ),
+        "",
+        _paragraph(WEBHOOKS_WHERE_THE_TIME_GOES),
         "",
     ]
 

@@ -17,7 +17,9 @@ depends on the newest person message in it:
     wait              waits for `session/cancel`, then ends the prompt as cancelled
     anything else     `recall`, `store` and `send_message` over MCP — and writes nothing
 
-Everything it sees is appended to the JSON-lines journal named by FAKE_ACP_JOURNAL.
+Everything it sees is appended to the JSON-lines journal named by FAKE_ACP_JOURNAL, and for
+each prompt it ends, `answered` with the seconds it spent on it (its own time, for the
+benchmarks).
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ class FakeAgent:
         self._cancelled.setdefault(session_id, asyncio.Event()).set()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        began = time.perf_counter()
         text = "".join(getattr(block, "text", "") for block in prompt)
         said = last_person_message(text)
         journal("prompt", session_id=session_id, text=text, said=said)
@@ -162,6 +165,7 @@ class FakeAgent:
             return PromptResponse(stop_reason="cancelled")
         else:
             await self._use_tools(session_id, said)
+        journal("answered", session_id=session_id, said=said, seconds=time.perf_counter() - began)
         return PromptResponse(stop_reason="end_turn")
 
     async def _say(self, session_id: str, text: str) -> None:

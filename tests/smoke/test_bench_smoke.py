@@ -96,3 +96,34 @@ def test_slack_events_benchmark_answers_every_event_once_and_writes_its_section(
         " ".join(" ".join(section).split())
     )
     assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Slack")
+
+
+def test_acp_sleep_benchmark_wakes_every_conversation_and_writes_its_section(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.acp_only(report, conversations=5, idle_sleep_after=1)
+    assert section[0] == run_all.ACP_HEADING
+    text = " ".join(" ".join(section).split())
+    assert "Agent processes alive at peak: **5**" in text
+    assert "after idle sleep: **0**" in text
+    assert "Replies missing: 0; every turn replied." in text
+    assert report.read_text().startswith("# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## ACP")
+
+
+def test_webhooks_benchmark_processes_and_delivers_everything_once_and_writes_its_section(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\n## Timeline read\n\nnumbers\n")
+    section = run_all.webhooks_only(
+        report, rate=40, seconds=1, keys=8, events=30, endpoints=3, flap_seconds=0.3
+    )
+    assert section[0] == run_all.WEBHOOKS_HEADING
+    text = " ".join(" ".join(section).split())
+    assert "missing 0; **duplicates processed 0**" in text
+    assert "No duplicates, nothing missing, nothing out of order, every signature valid." in text
+    assert report.read_text().startswith(
+        "# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Webhooks"
+    )
