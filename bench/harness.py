@@ -104,6 +104,13 @@ def echo_role(directory: Path, *, idle_sleep_after: float = 300) -> Path:
     return directory
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy so far (all cores; /proc/stat: all but idle
+    and iowait) — what other processes used, next to a server's own `cpu_seconds`."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time a process has used so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

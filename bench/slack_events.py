@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import secrets
 import tempfile
 import time
@@ -50,7 +49,7 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-from bench.harness import Latency, cpu_seconds, free_port, gateway_env, server
+from bench.harness import Latency, cpu_seconds, free_port, gateway_env, machine_busy_seconds, server
 from tests.slack.fake_slack import App, Bot, FakeSlack, User, retry_headers, signed_request_headers
 
 ROLE = "echo"
@@ -274,12 +273,6 @@ class Cpu:
         return Cpu(self.server * scale, self.fake * scale, self.client * scale, self.others * scale)
 
 
-def _busy() -> float:
-    """CPU seconds the whole machine has been busy (all but idle and iowait, /proc/stat)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 class Meter:
     """Reads the CPU counters when made; `read()` is what was used since."""
 
@@ -289,7 +282,7 @@ class Meter:
 
     def _now(self) -> tuple[float, float, float, float]:
         server, fake = self._pids
-        return cpu_seconds(server), cpu_seconds(fake), time.process_time(), _busy()
+        return cpu_seconds(server), cpu_seconds(fake), time.process_time(), machine_busy_seconds()
 
     def read(self) -> Cpu:
         server, fake, client, busy = (b - a for a, b in zip(self._start, self._now(), strict=True))

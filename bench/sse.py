@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import resource
 import secrets
 import tempfile
@@ -46,7 +45,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench.harness import Latency, cpu_seconds, free_port, gateway_env, server
+from bench.harness import Latency, cpu_seconds, free_port, gateway_env, machine_busy_seconds, server
 from bench.sleep_memory import Memory
 
 ROLE = "quiet"
@@ -298,13 +297,6 @@ class Result:
 # --- one pass -----------------------------------------------------------------------------------
 
 
-def _busy() -> float:
-    """CPU seconds the whole machine has been busy (all cores, /proc/stat: all but idle and
-    iowait)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 class Audience:
     """The client's side of one pass: the streams on the conversation, the messages posted to
     them (in order: what every stream must end up with), and the waits that timed out."""
@@ -399,12 +391,16 @@ async def _pass(
         rss_open = Memory.of(pid).rss
         try:
             await audience.post("warm-up")
-            cpu_server, cpu_client, busy = cpu_seconds(pid), time.process_time(), _busy()
+            cpu_server, cpu_client, busy = (
+                cpu_seconds(pid),
+                time.process_time(),
+                machine_busy_seconds(),
+            )
             posts: list[Post] = []
             while len(posts) < messages and time.perf_counter() < audience.until:
                 posts.append(await audience.post(f"message {len(posts)}"))
             cpu_server, cpu_client = cpu_seconds(pid) - cpu_server, time.process_time() - cpu_client
-            busy = _busy() - busy
+            busy = machine_busy_seconds() - busy
             last = max((t for s in audience.streams for t in s.arrived.values()), default=began)
             reconnect = await audience.reconnect(url, away, missed)
             await audience.post("after the reconnect")

@@ -41,7 +41,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import secrets
 import tempfile
 import time
@@ -56,7 +55,7 @@ import aiohttp
 from aiohttp import web
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from bench.harness import Latency, cpu_seconds, free_port, gateway_env, server
+from bench.harness import Latency, cpu_seconds, free_port, gateway_env, machine_busy_seconds, server
 
 SOURCE = "tracker"
 SECRET_SETTING = "TRACKER_WEBHOOK_SECRET"
@@ -84,12 +83,6 @@ QUIET = 30.0
 
 async def _healthz(_: web.Request) -> web.Response:
     return web.Response(text="ok")
-
-
-def _busy() -> float:
-    """CPU seconds the whole machine has been busy (all but idle and iowait, /proc/stat)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 # --- inbound: the requests, the open load ------------------------------------------------------
@@ -364,9 +357,9 @@ def _source(directory: Path) -> Path:
 
 
 def _pass(port: int, pid: int, sends: Sequence[Send], connections: int) -> Acks:
-    before = cpu_seconds(pid), time.process_time(), _busy()
+    before = cpu_seconds(pid), time.process_time(), machine_busy_seconds()
     outcome = asyncio.run(load(port, sends, connections))
-    after = cpu_seconds(pid), time.process_time(), _busy()
+    after = cpu_seconds(pid), time.process_time(), machine_busy_seconds()
     used = after[0] - before[0], after[1] - before[1], after[2] - before[2]
     return Acks.of(sends, outcome, used)
 
@@ -614,7 +607,7 @@ def _cpu(pids: tuple[int, int], since: Cpu | None = None) -> Cpu:
     """CPU seconds so far (or since `since`) of the gateway (pid 0: none), the receivers, this
     process and the rest of the machine."""
     gateway = cpu_seconds(pids[0]) if pids[0] else 0.0
-    now = Cpu(gateway, cpu_seconds(pids[1]), time.process_time(), _busy())
+    now = Cpu(gateway, cpu_seconds(pids[1]), time.process_time(), machine_busy_seconds())
     if since is None:
         return now
     used = [b - a for a, b in zip(since.tuple(), now.tuple(), strict=True)]
