@@ -209,8 +209,10 @@ class Delivery:
                 binding = self._bindings.get(event.thread_id)
                 if binding is not None:
                     by_dm.setdefault(binding.channel_id, []).append((binding, event))
-            if by_dm:
-                await asyncio.gather(*(self._deliver_all(items) for items in by_dm.values()))
+            if by_dm:  # a DM that fails stops the others: the page is done again, as a whole
+                async with asyncio.TaskGroup() as group:
+                    for items in by_dm.values():
+                        group.create_task(self._deliver_all(items))
             self.cursor = page.events[-1].position
             await self._db.slack.advance(self.role.name, self.cursor)
 
