@@ -14,11 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from pydantic import ValidationError
-
 from channels.webhooks.signatures import BadSecret, Verifier, verifier
 from core.roles import ManifestError
+from core.roles.manifests import read_manifest
 from core.webhooks import Source
 
 SUFFIXES = (".yaml", ".yml")
@@ -47,30 +45,9 @@ def configured_sources(directory: Path, *, default: bool) -> dict[str, Source]:
 
 
 def load_source(path: Path) -> Source:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: cannot be read: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = str(getattr(exc, "problem", None) or exc).strip().splitlines()[0]
-        raise ManifestError(f"{path}: not valid YAML{line}: {problem}") from None
-    if not isinstance(raw, dict):
-        raise ManifestError(f"{path}: a source manifest is a mapping of fields, like 'name: …'")
-    try:
-        source = Source.model_validate(raw)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "(the manifest)"
-        message = error["msg"].removeprefix("Value error, ")
-        raise ManifestError(f"{path}: {field}: {message}") from None
-    if path.stem != source.name:
-        raise ManifestError(
-            f"{path}: name: is {source.name!r}, but the file must be named after the source "
-            f"({source.name}{path.suffix})"
-        )
-    return source
+    return read_manifest(
+        path, Source, "source", message_of=lambda message: message.removeprefix("Value error, ")
+    )
 
 
 def secret_names(sources: Mapping[str, Source]) -> set[str]:

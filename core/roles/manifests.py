@@ -7,10 +7,12 @@ start-up with one line that says what to fix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, TypeVar, cast
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.errors import InvalidInput
 from core.roles.role import Role
@@ -34,6 +36,32 @@ def load_roles(directory: Path) -> dict[str, Role]:
 
 
 def load_role(path: Path) -> Role:
+    return read_manifest(path, Role, "role", field_of=_role_field)
+
+
+def _role_field(loc: list[str | int]) -> list[str | int]:
+    if loc[:1] == ["runtime"] and len(loc) > 2 and loc[1] in _RUNTIME_KINDS:
+        del loc[1]  # the kind pydantic chose the runtime's model by, not a field
+    return loc
+
+
+class _Named(Protocol):
+    name: str
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_manifest(
+    path: Path,
+    model: type[M],
+    what: str,
+    *,
+    field_of: Callable[[list[str | int]], list[str | int]] = lambda loc: loc,
+    message_of: Callable[[str], str] = lambda message: message,
+) -> M:
+    """One YAML manifest of `model` (a role, a webhook source), named after its `name`; any
+    problem is a `ManifestError` naming the file and the field."""
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -43,22 +71,20 @@ def load_role(path: Path) -> Role:
         line = f" (line {where.line + 1})" if where is not None else ""
         raise ManifestError(f"{path}: not valid YAML{line}: {_first_line(exc)}") from None
     if not isinstance(raw, dict):
-        raise ManifestError(f"{path}: a role manifest is a mapping of fields, like 'name: …'")
+        raise ManifestError(f"{path}: a {what} manifest is a mapping of fields, like 'name: …'")
     try:
-        role = Role.model_validate(raw)
+        manifest = model.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        loc = list(error["loc"])
-        if loc[:1] == ["runtime"] and len(loc) > 2 and loc[1] in _RUNTIME_KINDS:
-            del loc[1]  # the kind pydantic chose the runtime's model by, not a field
-        field = ".".join(str(part) for part in loc) or "(the manifest)"
-        raise ManifestError(f"{path}: {field}: {error['msg']}") from None
-    if path.stem != role.name:
+        field = ".".join(str(part) for part in field_of(list(error["loc"]))) or "(the manifest)"
+        raise ManifestError(f"{path}: {field}: {message_of(error['msg'])}") from None
+    name = cast(_Named, manifest).name
+    if path.stem != name:
         raise ManifestError(
-            f"{path}: name: is {role.name!r}, but the file must be named after the role "
-            f"({role.name}{path.suffix})"
+            f"{path}: name: is {name!r}, but the file must be named after the {what} "
+            f"({name}{path.suffix})"
         )
-    return role
+    return manifest
 
 
 _RUNTIME_KINDS = frozenset({"builtin", "acp", "a2a", "openai"})
