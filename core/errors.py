@@ -49,3 +49,9 @@ class Conflict(RolecallError):
     """The request contradicts the current state (HTTP 409)."""
 
     code = "conflict"
+
+
+class LimitReached(RolecallError):
+    """A limit on how much may be done at once or in one turn was reached (HTTP 429)."""
+
+    code = "limit_reached"

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InvalidInput, NotAllowed, NotFound
+from core.errors import InvalidInput, LimitReached, NotAllowed, NotFound
 from core.memory import check_payload, parse_recall
 from core.runs.conversation import pending_for
 from core.runs.run import Run
@@ -53,10 +53,40 @@ from core.tasks import (
 from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context, rfc3339
 
 
+class ToolBudget:
+    """The tool calls one turn may make (the role's `max_tool_calls_per_turn`), counted across
+    every way the run's tools are reached — in process, `POST /api/v1/tools/{name}` and MCP —
+    since each of those builds its `RunTools` with the same budget. A call past the limit is
+    refused with `LimitReached` (`tool_budget_spent`) before it does anything; the refusals are
+    counted for the turn's transcript."""
+
+    __slots__ = ("limit", "refused", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.refused = 0
+
+    def spend(self, name: str) -> None:
+        if self.used >= self.limit:
+            self.refused += 1
+            raise LimitReached(
+                f"this turn has made the {self.limit} tool calls its role allows "
+                f"(max_tool_calls_per_turn); {name} was not run — answer with what you have",
+                code="tool_budget_spent",
+            )
+        self.used += 1
+
+
 class RunTools:
-    def __init__(self, database: Database, run: Run, *, read_to: int) -> None:
+    def __init__(
+        self, database: Database, run: Run, *, read_to: int, budget: ToolBudget | None = None
+    ) -> None:
+        """`budget`: the running turn's, when there is one (calls outside a turn — an
+        operator's token used by hand — are not counted)."""
         self._db = database
         self._run = run
+        self.budget = budget
         self._thread_id = run.thread_id
         self._read_to = read_to
         self.sent = 0
@@ -433,7 +463,10 @@ TOOLS: dict[str, Tool] = {
 
 async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     """Call the tool `name` with JSON `arguments` (an object); unknown tools and arguments,
-    and missing required ones, are named in the error."""
+    and missing required ones, are named in the error. Every call counts against the turn's
+    budget, a bad one too (an agent looping on a wrong call is cut off all the same)."""
+    if tools.budget is not None:
+        tools.budget.spend(name)
     tool = TOOLS.get(name)
     if tool is None:
         raise NotFound(

@@ -4,7 +4,8 @@ Three families of failure reach this middleware, and each is translated by its c
 its message:
 
 - core's domain errors (`RolecallError`): `InvalidInput` 422, `TooLarge` 413, `NotFound` 404,
-  `NotAllowed` 403, `Conflict` 409; the error's own `code` and `message` go to the client.
+  `NotAllowed` 403, `Conflict` 409, `LimitReached` 429; the error's own `code` and `message`
+  go to the client.
 - the gateway's `ApiError`: what only HTTP knows about — a body that is not JSON (400), a missing
   or wrong token (401), a database that does not answer the health check (503).
 - aiohttp's HTTP exceptions: an unknown route (404), a method the route does not take (405, with
@@ -22,7 +23,15 @@ from collections.abc import Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from core.errors import Conflict, InvalidInput, NotAllowed, NotFound, RolecallError, TooLarge
+from core.errors import (
+    Conflict,
+    InvalidInput,
+    LimitReached,
+    NotAllowed,
+    NotFound,
+    RolecallError,
+    TooLarge,
+)
 
 log = logging.getLogger("rolecall.gateway")
 
@@ -33,6 +42,7 @@ DOMAIN_STATUS: tuple[tuple[type[RolecallError], int], ...] = (
     (NotFound, 404),
     (NotAllowed, 403),
     (Conflict, 409),
+    (LimitReached, 429),
     (RolecallError, 400),
 )
 

@@ -28,9 +28,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from core.errors import RolecallError
-from core.tools import TOOLS, RunTools, call_tool
-from gateway.api import DATABASE_KEY
-from gateway.api.tools import run_for_bearer, run_of_token
+from core.tools import TOOLS, call_tool
+from gateway.api.tools import run_for_bearer, run_of_token, tools_of
 from gateway.errors import ApiError
 
 MCP_PATH = "/mcp"
@@ -64,7 +63,7 @@ def build_server(app: web.Application) -> Server[Any]:
     ) -> types.CallToolResult:
         try:
             run = await run_for_bearer(app, _authorization(ctx))
-            tools = RunTools(app[DATABASE_KEY], run, read_to=run.cursor)
+            tools = tools_of(app, run)
             result = await call_tool(tools, params.name, dict(params.arguments or {}))
         except (RolecallError, ApiError) as error:
             code = error.code

@@ -57,6 +57,7 @@ from core.runtimes.registry import Runtimes
 from core.storage.database import Database
 from core.tasks import TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, ThreadId
+from core.tools import ToolBudget
 
 __all__ = ["HostLimits", "RunHost"]
 
@@ -362,24 +363,35 @@ class RunHost:
             await self.sleep_idle()
 
     async def sleep_idle(self) -> int:
-        """Put to sleep every session unused for its role's `idle_sleep_after`; forget idle runs."""
-        now, slept = time.monotonic(), 0
-        for key, live in list(self._live.items()):
-            if live.busy:
-                continue
-            if live.session is not None:
-                if now - live.last_used < self._roles[live.role].idle_sleep_after:
-                    continue
-                await self._sessions.close(live)
-                slept += 1
-            if live.busy or live.session is not None:
-                continue  # nudged while the session was closing
+        """Put to sleep every session unused for its role's `idle_sleep_after`; forget idle runs.
+        The sessions are closed all at once (an agent process may take a while to end)."""
+        now = time.monotonic()
+        idle = [
+            (key, live)
+            for key, live in self._live.items()
+            if not live.busy
+            and (
+                live.session is None
+                or now - live.last_used >= self._roles[live.role].idle_sleep_after
+            )
+        ]
+        closing = [self._sessions.close(live) for _, live in idle if live.session is not None]
+        await asyncio.gather(*closing)
+        for key, live in idle:
+            if live.busy or live.session is not None or self._live.get(key) is not live:
+                continue  # nudged while the sessions were closing
             del self._live[key]
             if live.run_id is not None:
                 self._by_run.pop(live.run_id, None)
-        return slept
+        return len(closing)
 
     # --- control ----------------------------------------------------------------------------
+
+    def tool_budget(self, run_id: RunId) -> ToolBudget | None:
+        """The tool calls the run's running turn may still make, if a turn of it runs here: the
+        tool surfaces (HTTP and MCP) count the agent's calls against it."""
+        live = self._by_run.get(run_id)
+        return live.tool_budget if live is not None else None
 
     def is_awake(self, run_id: RunId) -> bool:
         live = self._by_run.get(run_id)

@@ -16,6 +16,7 @@ from core.runs.run import Run, RunId, SessionId
 from core.runtimes.base import AgentSession
 from core.tasks import TaskId
 from core.timeline import ThreadId
+from core.tools import ToolBudget
 
 
 @dataclass(slots=True, eq=False)
@@ -46,6 +47,8 @@ class LiveRun:
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
     attempt: asyncio.Task[tuple[AgentSession, list[dict[str, Any]], list[str]]] | None = None
     """The running attempt at a turn (what `cancel` stops)."""
+    tool_budget: ToolBudget | None = None
+    """The tool calls the running attempt may still make (None between turns)."""
     cancel_requested: bool = False
     turn_ended: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -54,7 +54,7 @@ from core.storage.rows import to_micros
 from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.sql_runs import TurnRecord
 from core.timeline import Message, ThreadId
-from core.tools import RunTools
+from core.tools import RunTools, ToolBudget
 
 log = logging.getLogger("rolecall.host")
 
@@ -357,7 +357,8 @@ class TurnTaker:
                 told[-1] = await self._opening(run, prompt)
             said = told[-1]
             if run.thread_id is None:  # a task run: nobody watches its replies being written
-                return (session, *await _collect(session, said, tools, lambda kind, text: None))
+                steps, replies = await _collect(session, said, tools, lambda kind, text: None)
+                return session, _with_budget(steps, budget), replies
             thread_id = run.thread_id
 
             def draft(kind: DraftKind, text: str) -> None:
@@ -368,14 +369,18 @@ class TurnTaker:
             except BaseException:
                 draft(DraftKind.ABANDONED, "")
                 raise
-            return session, steps, replies
+            return session, _with_budget(steps, budget), replies
 
+        # each attempt may make the role's tool calls afresh, by whatever surface it reaches
+        budget = ToolBudget(role.max_tool_calls_per_turn)
+        live.tool_budget = tools.budget = budget
         live.attempt = asyncio.create_task(attempt())
         try:
             async with asyncio.timeout(role.turn_timeout + delay):
                 return await live.attempt
         finally:
             live.attempt = None
+            live.tool_budget = tools.budget = None
 
     async def _sent_elsewhere(self, run: Run, *, after: int) -> int:
         """Messages the run sent during the turn with tools other than the host's: an agent
@@ -419,6 +424,19 @@ class TurnTaker:
             "finished_at": to_micros(finished),
             "error": error,
         }
+
+
+def _with_budget(steps: list[dict[str, Any]], budget: ToolBudget) -> list[dict[str, Any]]:
+    """The transcript's steps, with a note of the tool calls refused for the turn's budget."""
+    if budget.refused:
+        steps.append(
+            {
+                "kind": "limit",
+                "text": f"{budget.refused} tool call(s) refused: the role allows "
+                f"{budget.limit} a turn (max_tool_calls_per_turn)",
+            }
+        )
+    return steps
 
 
 async def _collect(

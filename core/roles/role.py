@@ -14,6 +14,7 @@
     max_concurrent_turns: 8         # turns of this role running at once, across threads
     idle_sleep_after: 300           # seconds a session may sit unused before it is put to sleep
     turn_timeout: 120               # seconds a turn may take before it fails
+    max_tool_calls_per_turn: 50     # calls of the gateway's tools a turn may make; more are refused
     slack:                          # optional: the role's Slack app (docs/slack.md)
       mode: http                    # http (Events API at /slack/<name>/events) or socket
       signing_secret: SLACK_CONCIERGE_SIGNING_SECRET  # names of the settings holding the
@@ -278,6 +279,9 @@ class Role(BaseModel):
     max_concurrent_turns: Annotated[int, Field(ge=1, le=10_000)] = 8
     idle_sleep_after: Annotated[float, Field(gt=0, le=7 * 86_400)] = 300.0
     turn_timeout: Annotated[float, Field(gt=0, le=86_400)] = 120.0
+    max_tool_calls_per_turn: Annotated[int, Field(ge=0, le=10_000)] = 50
+    """Calls of the gateway's tools (MCP, HTTP or in process) one turn may make; the next is
+    refused with `tool_budget_spent` and the refusal is noted in the turn's transcript."""
     slack: SlackApp | None = None
 
     @field_validator("name")

@@ -18,7 +18,7 @@ from core.errors import NotAllowed
 from core.runs.run import Run, RunKind
 from core.runs.tokens import check_may_act
 from core.tools import TOOLS, RunTools, call_tool
-from gateway.api import DATABASE_KEY, read_object, read_query
+from gateway.api import DATABASE_KEY, HOST_KEY, read_object, read_query
 from gateway.errors import ApiError
 from gateway.roles import ROLES_KEY
 
@@ -50,6 +50,14 @@ async def run_for_bearer(app: web.Application, authorization: str) -> Run:
         run, thread.states, role_configured=run.role in app[ROLES_KEY], deactivated=deactivated
     )
     return run
+
+
+def tools_of(app: web.Application, run: Run) -> RunTools:
+    """The tools of `run` for one call, counted against its running turn's tool budget (when a
+    turn of it runs in this gateway)."""
+    host = app.get(HOST_KEY)
+    budget = host.tool_budget(run.id) if host is not None else None
+    return RunTools(app[DATABASE_KEY], run, read_to=run.cursor, budget=budget)
 
 
 async def run_of_token(app: web.Application, authorization: str) -> Run:
@@ -92,5 +100,5 @@ async def call(request: web.Request) -> web.Response:
         arguments = await read_object(
             request, required=tool.required, optional=tool.arguments, empty_ok=True
         )
-    tools = RunTools(request.app[DATABASE_KEY], run, read_to=run.cursor)
+    tools = tools_of(request.app, run)
     return web.json_response({"result": await call_tool(tools, name, arguments)})

@@ -140,13 +140,15 @@ SLOW = Role(
     name="slow",
     display_name="Slow",
     runtime={"kind": "builtin", "agent": "echo", "delay_ms": 60_000},
+    max_tool_calls_per_turn=2,
 )
 
 
 @pytest.fixture
 async def gateway(settings: Settings) -> AsyncIterator[Api]:
     """The whole application serving two built-in roles: `echo`, which repeats each person
-    message at once, and `slow`, which does the same a minute later (a turn to cancel)."""
+    message at once, and `slow`, which does the same a minute later (a turn to cancel)
+    and may make two tool calls a turn."""
     roles = {"echo": ECHO, "slow": SLOW}
     server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
     await server.start_server()

@@ -9,9 +9,9 @@ import time
 from tests.api.conftest import TOKEN, Api
 
 
-async def _conversation(api: Api, person: str) -> tuple[str, str, str]:
-    """A conversation of `person` with echo whose run exists: (thread id, run id, run token)."""
-    thread = (await api.thread(person, "role:echo"))["id"]
+async def _conversation(api: Api, person: str, role: str = "echo") -> tuple[str, str, str]:
+    """A conversation of `person` with a role whose run exists: (thread id, run id, run token)."""
+    thread = (await api.thread(person, f"role:{role}"))["id"]
     await api.say(thread, person, "hello")
     deadline = time.monotonic() + 10
     while not (runs := (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]):
@@ -157,3 +157,27 @@ async def test_subscribing_makes_task_changes_wake_the_conversation(gateway):
     assert gone.body["result"]["was"] is True
     (await _tool(gateway, token, "subscribe", {"task_id": "nope"})).error(404, "task_not_found")
     assert thread
+
+
+async def test_calls_past_the_turns_budget_are_refused_and_calls_between_turns_not_counted(
+    gateway,
+):
+    # slow's turn takes a minute and its role allows two tool calls a turn (tests/api/conftest)
+    _, run_id, token = await _conversation(gateway, "person:ann", "slow")
+    deadline = time.monotonic() + 10
+    while not (await gateway.get(f"/api/v1/runs/{run_id}")).body["running"]:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    for _ in range(2):
+        assert (await _tool(gateway, token, "recall", {})).status == 200
+    refused = await _tool(gateway, token, "recall", {})
+    refused.error(429, "tool_budget_spent")
+    assert "2 tool calls" in refused.body["error"]["message"]
+    (await _tool(gateway, token, "store", {"payload": {"a": 1}})).error(429, "tool_budget_spent")
+
+    cancelled = await gateway.post(f"/api/v1/runs/{run_id}/cancel")
+    assert cancelled.status == 200, cancelled.text
+    for _ in range(3):  # no turn runs: an operator's token used by hand is not counted
+        assert (await _tool(gateway, token, "recall", {})).status == 200
+    [turn] = (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
+    assert turn["outcome"] == "cancelled"

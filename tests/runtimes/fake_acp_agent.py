@@ -15,6 +15,7 @@ depends on the newest person message in it:
     garbage           writes a line that is not JSON on stdout, then never answers
     huge <bytes>      writes one line of that many bytes on stdout, then never answers
     wait              waits for `session/cancel`, then ends the prompt as cancelled
+    loop <n>          calls `recall` over MCP n times, then says how many calls were refused
     anything else     `recall`, `store` and `send_message` over MCP — and writes nothing
 
 Everything it sees is appended to the JSON-lines journal named by FAKE_ACP_JOURNAL, and for
@@ -163,6 +164,8 @@ class FakeAgent:
             await self._cancelled.setdefault(session_id, asyncio.Event()).wait()
             journal("cancelled", session_id=session_id)
             return PromptResponse(stop_reason="cancelled")
+        elif word == "loop":
+            await self._loop(session_id, int(rest))
         else:
             await self._use_tools(session_id, said)
         journal("answered", session_id=session_id, said=said, seconds=time.perf_counter() - began)
@@ -214,6 +217,22 @@ class FakeAgent:
             await self._tool(session_id, client, "store", {"payload": {"said": said}})
             reply = f"{self._name} heard: {said} (remembered {count})"
             await self._tool(session_id, client, "send_message", {"text": reply})
+
+    async def _loop(self, session_id: str, times: int) -> None:
+        server = self._servers[session_id]
+        headers = {header.name: header.value for header in server.headers}
+        refused: list[str] = []
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(server.url, http_client=http)) as client,
+        ):
+            for _ in range(times):
+                result = await self._tool(session_id, client, "recall", {"query": ""})
+                if "error" in result:
+                    refused.append(result["error"]["code"])
+        codes = ", ".join(sorted(set(refused))) or "none"
+        await self._say(session_id, f"{times - len(refused)} answered, {len(refused)} refused")
+        await self._say(session_id, f" ({codes})")
 
     async def _tool(
         self, session_id: str, client: Client, name: str, arguments: dict[str, Any]

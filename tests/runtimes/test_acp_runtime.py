@@ -254,6 +254,32 @@ async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path):
         assert {"kind": "reply", "text": "hello there"} in turn["steps"]
 
 
+async def test_a_turns_tool_calls_are_cut_at_the_roles_budget_and_the_next_turn_has_its_own(
+    tmp_path,
+):
+    async with serving(tmp_path, fake(max_tool_calls_per_turn=3)) as scene:
+        thread = await scene.conversation("person:ann", "fake")
+        await scene.api.say(thread, "person:ann", "loop 5")
+        first = await scene.turn(thread, 1)
+        assert await scene.said_by(thread, "role:fake") == [
+            "3 answered, 2 refused (tool_budget_spent)"
+        ]
+        assert [e["error"] for e in scene.journal("mcp")] == [False] * 3 + [True] * 2
+        refusal = scene.journal("mcp")[-1]["result"]["error"]
+        assert "3 tool calls" in refusal["message"], refusal
+        calls = [s for s in first["steps"] if s["kind"] == "tool_call"]
+        assert [c["error"] is None for c in calls] == [True] * 3 + [False] * 2
+        assert {
+            "kind": "limit",
+            "text": "2 tool call(s) refused: the role allows 3 a turn (max_tool_calls_per_turn)",
+        } in first["steps"]
+
+        await scene.api.say(thread, "person:ann", "loop 3")
+        second = await scene.turn(thread, 2)
+        assert (await scene.said_by(thread, "role:fake"))[-1] == "3 answered, 0 refused (none)"
+        assert not [s for s in second["steps"] if s["kind"] == "limit"]
+
+
 # --- idle sleep and wake --------------------------------------------------------------------
 
 

@@ -12,6 +12,10 @@ What the process writes is trusted for nothing:
 - **Stopping** closes stdin first (a well-behaved agent exits at end of input), then sends
   SIGTERM, then SIGKILL, each after `grace` seconds, to the process's whole group: the agent is
   started in a session of its own, so launchers like `npx` take their children with them.
+- **A gateway killed outright** (SIGKILL, OOM) cannot stop its agents; on Linux the kernel does
+  it: each agent is started with `PR_SET_PDEATHSIG` = SIGKILL, so it dies with the gateway's
+  process rather than running on with nobody reading it. (Its own children see their stdin
+  close, which ends a well-behaved one.)
 
 The environment is the few variables every program needs (PATH, HOME, USER, …, as the
 `agent-client-protocol` package picks them) plus what the manifest gives; nothing else of the
@@ -22,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import logging
 import os
 import signal
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,29 @@ STDERR_TAIL = 4_000
 """Characters of the agent's stderr kept for the error of a process that died."""
 
 _EXTRA_ENVIRONMENT = ("LANG", "LC_ALL", "TMPDIR", "TZ")
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """On Linux, what the child runs between fork and exec so that the kernel SIGKILLs it when
+    the gateway's process ends (`PR_SET_PDEATHSIG`); elsewhere nothing. The C function is looked
+    up here, before the fork: the child only calls it, then checks that its parent did not end
+    before the request took hold."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return in_child
 
 
 def agent_environment(given: Mapping[str, str]) -> dict[str, str]:
@@ -132,6 +161,7 @@ class AgentProcess:
             cwd=cwd,
             limit=max_line,
             start_new_session=True,
+            preexec_fn=_dies_with_parent(),
         )
         return cls(process, max_line, Path(executable).name)
 
