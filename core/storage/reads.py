@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, exists, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    exists,
+    literal_column,
+    select,
+)
 
 from core.errors import NotAllowed, NotFound
 from core.membership import ParticipantState
@@ -33,6 +42,17 @@ SeqRange = tuple[int, int | None]
 ALL: list[SeqRange] = [(1, None)]
 
 _t, _p, _e = schema.threads, schema.thread_participants, schema.events
+
+
+def of_kind(column: ColumnElement[Any], kind: EventKind) -> ColumnElement[bool]:
+    """`column = '<kind>'`, the kind written into the statement rather than bound. The partial
+    indexes on events (`WHERE kind = 'participant_state_changed'`, `WHERE kind = 'retraction'`)
+    serve a statement only when its plan can tell the condition holds; with `kind = ?` SQLite
+    prepares the statement again at every execution to decide (several times the cost of the
+    read itself)."""
+    return column == literal_column(f"'{kind.value}'")
+
+
 _THREAD = select(_t.c.id, _t.c.created_at, _t.c.memory_thread_only, _p.c.address, _p.c.state).join(
     _p, _p.c.thread_id == _t.c.id
 )
@@ -47,7 +67,7 @@ _MEMBER_AND_OWN_CHANGES = (
             and_(
                 _e.c.thread_id == _p.c.thread_id,
                 _e.c.participant == _p.c.address,
-                _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+                of_kind(_e.c.kind, EventKind.PARTICIPANT_STATE_CHANGED),
             ),
         )
     )
@@ -58,7 +78,7 @@ _MEMBER_AND_OWN_CHANGES = (
 _retractions = _e.alias("retractions")
 RETRACTED = (
     exists()
-    .where(_retractions.c.kind == EventKind.RETRACTION.value, _retractions.c.target == _e.c.id)
+    .where(of_kind(_retractions.c.kind, EventKind.RETRACTION), _retractions.c.target == _e.c.id)
     .label("retracted")
 )
 _RANGE = select(_e, RETRACTED).where(

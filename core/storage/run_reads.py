@@ -179,7 +179,7 @@ _own = (
     select(_e, reads.RETRACTED)
     .where(
         _e.c.thread_id == bindparam("thread_id"),
-        _e.c.kind == EventKind.PARTICIPANT_STATE_CHANGED.value,
+        reads.of_kind(_e.c.kind, EventKind.PARTICIPANT_STATE_CHANGED),
         _e.c.participant == bindparam("viewer"),
         _e.c.seq <= bindparam("after"),
     )
