@@ -33,6 +33,14 @@ from the person (`plan_merge`). For each thread of A, with `others` its other me
     a thread of `others + B` exists ->  both kept; A's is recorded as a predecessor of B's
 
 A rename changes who the person is called, not what was said: the events stay where they are.
+
+**Joining by a verified email** (`email_join_target`): a channel may vouch that an identity's
+email address is verified (Slack, in the workspaces the operator allows). On the identity's first
+contact only, if exactly one active person has that email (compared case-insensitively), the
+identity joins that person as in `X has no person` above: nothing is merged. If nobody or several
+people have it, the identity gets a new person as usual. An identity that already has a person is
+never moved by an email. The match trusts every email stored on people, so only vouched-for ones
+may be stored: the operator's, a site's signed user's, and those a channel vouches for.
 """
 
 from __future__ import annotations
@@ -341,6 +349,14 @@ def unknown_link_code() -> NotFound:
 
 
 # --- linking ------------------------------------------------------------------------------------
+
+
+def email_join_target(candidates: Collection[Person]) -> Person | None:
+    """The person a new identity with a verified email joins: of the people who have that email,
+    the one who is active (and not merged); None when none or several are (an ambiguous email
+    joins no one)."""
+    active = [p for p in candidates if p.active and p.merged_into is None]
+    return active[0] if len(active) == 1 else None
 
 
 def check_identity_movable(owner: Person, target: Person) -> None:

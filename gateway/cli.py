@@ -350,6 +350,12 @@ def _add_slack_commands(commands: Any) -> None:
         choices=("http", "socket"),
         help="how Slack reaches the gateway (default: the role's slack.mode, else http)",
     )
+    sub.add_argument(
+        "--email-link",
+        action="store_true",
+        help="also ask for users:read.email, to link people by their verified email in the "
+        "workspaces ROLECALL_SLACK_EMAIL_LINK_TEAMS allows",
+    )
     sub.set_defaults(command=slack_manifest_command)
 
 
@@ -497,7 +503,8 @@ def slack_manifest_command(args: argparse.Namespace) -> int:
     command = f"rolecall slack manifest {name}"
     command += f" --url {base_url}" if base_url is not None else ""
     command += f" --mode {args.mode}" if args.mode is not None and role.slack is None else ""
-    app = manifest.app_manifest(role, mode=mode, base_url=base_url)
+    command += " --email-link" if args.email_link else ""
+    app = manifest.app_manifest(role, mode=mode, base_url=base_url, email_link=args.email_link)
     out: Path = args.out or Path("manifests/slack") / f"{name}.yaml"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -11,13 +11,14 @@ import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 ENV_PREFIX = "ROLECALL_"
+_SLACK_TEAM_ID = re.compile(r"T[A-Z0-9]+")
 
 
 class SettingsError(Exception):
@@ -73,6 +74,9 @@ class Settings(BaseSettings):
     """Slack's Web API; the tests point it at a fake server on 127.0.0.1."""
     slack_pace: float = Field(default=1.0, ge=0, le=60)
     """Seconds between two posts to one Slack channel."""
+    slack_email_link_teams: Annotated[frozenset[str], NoDecode] = frozenset()
+    """Slack workspaces (team ids, comma-separated) whose people join the one active person with
+    their verified email on first contact (docs/slack.md); none by default."""
     widget_post_rate: float = Field(default=30, gt=0, le=100_000)
     """Messages a minute one identity may post from the widget (with a burst of 10)."""
     endpoints_allow_private: bool = False
@@ -111,6 +115,23 @@ class Settings(BaseSettings):
             ):
                 raise ValueError(f"site name {name!r} must be lower-case letters, digits, - or _")
         return value
+
+    @field_validator("slack_email_link_teams", mode="before")
+    @classmethod
+    def _slack_team_ids(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment: `T0123ABCD,T0456EFGH`
+            value = [part for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple | set | frozenset):
+            return value  # pydantic says what is wrong with it
+        teams: set[str] = set()
+        for team in value:
+            if not isinstance(team, str) or not _SLACK_TEAM_ID.fullmatch(team.strip().upper()):
+                raise ValueError(
+                    f"{team!r} is not a Slack team id like T0123ABCD (give team ids, not names, "
+                    "separated by commas)"
+                )
+            teams.add(team.strip().upper())
+        return frozenset(teams)
 
     @field_validator("widget_key")
     @classmethod

@@ -1,7 +1,8 @@
 """The Slack app manifest of a role: what an operator pastes at api.slack.com/apps ("Create New
 App" → "From a manifest") to make the role's Slack app (docs/slack.md).
 
-A pure function of the role and two options, the mode and the gateway's public base URL:
+A pure function of the role and three options, the mode, the gateway's public base URL and
+whether people are linked by email:
 
     mode        the role's `slack.mode` when it has a `slack:` section, else `http`; an explicit
                 mode that contradicts the role's is refused (the gateway serves the role's)
@@ -11,6 +12,11 @@ A pure function of the role and two options, the mode and the gateway's public b
 A role installed in many workspaces over OAuth (`slack.client_id`, an HTTP mode app) also gets
 its OAuth redirect URL, `<base>/slack/<role>/oauth_redirect` (channels/slack/install.py), and
 the two events that say a workspace let the app go (`OAUTH_EVENTS`).
+
+With `email_link` the app also asks for `users:read.email` (`EMAIL_SCOPE`): `users.info` then
+gives a person's email and whether Slack confirmed it, which links them to a person with that
+email in the workspaces `ROLECALL_SLACK_EMAIL_LINK_TEAMS` allows. Without it, the app never sees
+an email.
 
 It asks for exactly what the adapter in `channels/slack/` uses and nothing more (`SCOPES`,
 `EVENTS`, each with the call or event that needs it), so the test compares the manifest with a
@@ -38,6 +44,12 @@ SCOPES: tuple[tuple[str, str], ...] = (
 )
 """The bot scopes, and why the adapter needs each (auth.test needs none)."""
 
+EMAIL_SCOPE: tuple[str, str] = (
+    "users:read.email",
+    "users.info with the person's email and is_email_confirmed: linking by verified email",
+)
+"""The scope asked for only when people are linked by email (`app_manifest(email_link=True)`)."""
+
 EVENTS: tuple[tuple[str, str], ...] = (
     ("message.im", "a person's message, edit or deletion in their DM with the bot"),
     ("message.mpim", "the same in a group DM the bot was added to"),
@@ -61,12 +73,16 @@ class ManifestOptionError(ValueError):
 
 
 def app_manifest(
-    role: Role, *, mode: Mode | None = None, base_url: str | None = None
+    role: Role,
+    *,
+    mode: Mode | None = None,
+    base_url: str | None = None,
+    email_link: bool = False,
 ) -> dict[str, Any]:
     """The role's Slack app manifest as a dict (key order as Slack shows it).
 
     `base_url` (checked with `check_base_url`) is required in HTTP mode and refused in Socket
-    Mode, which has no request URL."""
+    Mode, which has no request URL. `email_link` adds the `users:read.email` scope."""
     chosen = app_mode(role, mode)
     description = _one_line(role.description)
     about = {"name": shorten(role.display_name, NAME_LIMIT)}
@@ -86,7 +102,8 @@ def app_manifest(
         )
     bot_events = EVENTS + OAUTH_EVENTS if installed_over_oauth(role) else EVENTS
     events["bot_events"] = [name for name, _ in bot_events]
-    oauth["scopes"] = {"bot": [name for name, _ in SCOPES]}
+    scopes = (*SCOPES, EMAIL_SCOPE) if email_link else SCOPES
+    oauth["scopes"] = {"bot": [name for name, _ in scopes]}
     return {
         "display_information": about,
         "features": {

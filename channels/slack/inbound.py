@@ -7,6 +7,13 @@ nothing. An edit becomes a new message that says which one it replaces; a deleti
 retraction by the person. Messages from bots (ours included) are recorded as seen and nothing
 more. Three words in a DM are commands, not messages: `new` (start fresh), `help`, and
 `link <code>` (join this Slack identity to the person a link code belongs to).
+
+Who a Slack user is: their identity `slack:<team>:<user>`'s person, made on first contact from
+their `users.info` profile. In a workspace the operator allows (`email_link_teams`) a first
+contact whose email Slack says is confirmed (`is_email_confirmed`, with `users:read.email`) joins
+the one active person with that email instead, so that person's conversation continues in the DM
+(`core.people`). Only such an email is stored on a person made from Slack: any other could later
+be matched by someone else's.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +33,7 @@ from channels.slack.delivery import Delivery
 from core.errors import RolecallError
 from core.host.host import RunHost
 from core.participants import Address, ParticipantSet
-from core.people import Identity, parse_identity
+from core.people import Identity, check_email, parse_identity
 from core.roles import Role
 from core.storage.database import Database
 from core.storage.slack_store import (
@@ -69,6 +77,15 @@ class _Said:
     deleted: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Profile:
+    """What `users.info` says of a Slack user (no email without `users:read.email`)."""
+
+    name: str
+    email: str | None = None
+    email_confirmed: bool = False
+
+
 class Inbound:
     def __init__(
         self,
@@ -76,10 +93,15 @@ class Inbound:
         database: Database,
         host: RunHost,
         delivery: Delivery,
+        *,
+        email_link_teams: Collection[str] = frozenset(),
     ) -> None:
         """`delivery` is told when a DM becomes (or changes) which conversation it is, and what
-        was last heard in it."""
+        was last heard in it. `email_link_teams`: the Slack team ids whose people join a person
+        by their confirmed email on first contact (none: nobody is linked by email)."""
         self._delivery_worker = delivery
+        self._email_link_teams = frozenset(team.upper() for team in email_link_teams)
+        self._warned_no_email = False
         self.role = role
         self._db = database
         self._host = host
@@ -204,14 +226,35 @@ class Inbound:
         if (known := self._people.get(key)) is not None:
             self._people.move_to_end(key)
             return known
-        name, email = await _profile(client, user)
+        profile = await _profile(client, user)
+        verified = self._verified_email(team, profile)
         person = await self._db.people.resolve(
-            self._identity(team, user), display_name=name, email=email
+            self._identity(team, user),
+            display_name=profile.name,
+            email=verified,
+            join_by_email=verified is not None,
         )
         self._people[key] = person.address
         while len(self._people) > KEPT:
             self._people.popitem(last=False)
         return person.address
+
+    def _verified_email(self, team: str, profile: _Profile) -> str | None:
+        """The user's email when it may link them: their workspace is allowed and Slack says
+        the address is confirmed; else None."""
+        if team.upper() not in self._email_link_teams:
+            return None
+        if profile.email is None and not self._warned_no_email:
+            self._warned_no_email = True  # once: every person of the workspace would say it
+            log.warning(
+                "slack: users.info gives no email in workspace %s, which may link people by "
+                "email: does role %s's app have the users:read.email scope (rolecall slack "
+                "manifest %s --email-link)?",
+                team,
+                self.role.name,
+                self.role.name,
+            )
+        return profile.email if profile.email_confirmed else None
 
     async def _thread(
         self, client: AsyncWebClient, delivery: SlackDelivery, author: Address, group: bool
@@ -251,17 +294,25 @@ async def _tell(client: AsyncWebClient, channel: str, text: str) -> None:
         log.warning("could not answer in slack: %s", error.response.get("error"))
 
 
-async def _profile(client: AsyncWebClient, user: str) -> tuple[str, str | None]:
-    """A Slack user's name and email (as far as the app's scopes show them)."""
+async def _profile(client: AsyncWebClient, user: str) -> _Profile:
+    """A Slack user's name, and their email (as far as the app's scopes show it, and only when
+    it looks like one) with whether Slack says it is confirmed."""
     try:
         answer = await client.users_info(user=user)
     except SlackApiError:
-        return user, None
+        return _Profile(user)
     info = answer.get("user") or {}
     profile = info.get("profile") or {}
     name = profile.get("display_name") or info.get("real_name") or info.get("name") or user
-    email = profile.get("email")
-    return str(name).strip() or user, email if isinstance(email, str) and email else None
+    try:
+        email = check_email(profile.get("email") or None)
+    except RolecallError:  # not an address, or too long: as if there were none
+        email = None
+    return _Profile(
+        name=str(name).strip() or user,
+        email=email,
+        email_confirmed=email is not None and info.get("is_email_confirmed") is True,
+    )
 
 
 def _said(event: dict[str, Any]) -> _Said | None:

@@ -97,7 +97,9 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
                 clients = Clients.installed(settings.slack_api_url, installations, rotator, session)
             entry.delivery = Delivery(role, database, clients, pace=settings.slack_pace)
             entry.bolt = bolt_app(role, creds, client, oauth=entry.oauth)
-            Inbound(role, database, host, entry.delivery).register(entry.bolt)
+            teams = settings.slack_email_link_teams
+            inbound = Inbound(role, database, host, entry.delivery, email_link_teams=teams)
+            inbound.register(entry.bolt)
             await entry.delivery.start()
             started.append(entry)
             stops.append(database.listen(entry.delivery.on_commit))

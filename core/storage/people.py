@@ -14,6 +14,10 @@ The rules are `core.people`'s; here is what makes them hold under concurrency:
   when it was the old person's last — the old person merged and their threads re-addressed
   (`core.storage.merge`), all in the batch's one transaction. Every check comes before the first
   write, so a refused redemption leaves nothing behind.
+- **A first contact that joins by email** is one command too: the identity's owner, the people
+  with the email (locked), and the identity attached to the one active among them — the
+  `X has no person` case of a redemption, in the same `_attach` — else a new person. Two first
+  contacts of one identity therefore still give one person, whichever way each went.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from core.people import (
     check_reactivation,
     check_redeemable,
     derive_slug,
+    email_join_target,
     link_code_digest,
     new_link_code,
     parse_identity,
@@ -68,6 +73,12 @@ _IDENTITIES_OF = (
     select(_i.c.address, _i.c.created_at)
     .where(_i.c.person_slug == bindparam("slug"))
     .order_by(_i.c.created_at, _i.c.address)
+)
+_WITH_EMAIL = (
+    select(_p)
+    .where(func.lower(_p.c.email) == func.lower(bindparam("email")), _p.c.active.is_(True))
+    .order_by(_p.c.slug)
+    .limit(2)  # one is a match, two are too many
 )
 _COUNT_IDENTITIES = select(func.count()).where(_i.c.person_slug == bindparam("slug"))
 _CODE_FOR_UPDATE = select(_c).where(_c.c.code_hash == bindparam("hash")).with_for_update()
@@ -149,17 +160,37 @@ def _attach(batch: Batch, identity: Identity, slug: str) -> bool:
     return bool(batch.connection.execute(insert, row).rowcount == 1)
 
 
+def _join_by_email(batch: Batch, identity: Identity, email: str) -> Person | None:
+    """Attach the identity (which has no person) to the one active person with this email, as
+    a link code would; None when there is no such person, or several."""
+    rows = batch.connection.execute(_WITH_EMAIL.with_for_update(of=_p), {"email": email})
+    target = email_join_target([person_from_row(row) for row in rows])
+    if target is None:
+        return None
+    check_can_link_to(target)  # as a redemption checks (it holds: the rule picked an active one)
+    if _attach(batch, identity, target.slug):
+        return target
+    winner = _owner(batch.connection, identity)  # another process gave it a person meanwhile
+    assert winner is not None
+    return winner
+
+
 @dataclass(frozen=True, slots=True)
 class ResolveIdentity:
     identity: Identity
     display_name: str
     email: str | None
+    join_by_email: bool = False
     thread_ids: Sequence[ThreadId] = ()
 
     def apply(self, batch: Batch) -> Callable[[], Person]:
         found = _owner(batch.connection, self.identity)
         if found is not None:
             return lambda: found
+        if self.join_by_email and self.email is not None:
+            joined = _join_by_email(batch, self.identity, self.email)
+            if joined is not None:
+                return lambda: joined
         person = _insert_derived(batch, self.display_name, self.email)
         if not _attach(batch, self.identity, person.slug):
             # Another process made this identity's person a moment ago: theirs stands.
@@ -369,11 +400,22 @@ class SqlPeopleRepository:
     # --- writes -----------------------------------------------------------------------------
 
     async def resolve(
-        self, identity: Identity, *, display_name: str, email: str | None = None
+        self,
+        identity: Identity,
+        *,
+        display_name: str,
+        email: str | None = None,
+        join_by_email: bool = False,
     ) -> Person:
         """The identity's person, made (with its identity) on first contact. Race-free. A known
-        identity's person is returned as stored (the name and email given are for a new one)."""
-        command = ResolveIdentity(identity, check_display_name(display_name), check_email(email))
+        identity's person is returned as stored (the name and email given are for a new one).
+
+        With `join_by_email` — only for an email the channel vouches is verified — a first
+        contact joins the one active person who has that email (case-insensitively), if exactly
+        one has; otherwise it makes a new person as usual (`core.people`)."""
+        command = ResolveIdentity(
+            identity, check_display_name(display_name), check_email(email), join_by_email
+        )
         return await self._writer.run(command)
 
     async def create(

@@ -5,7 +5,7 @@ the operator API and the web widget of the same gateway."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -64,13 +64,16 @@ class SlackGateway:
             return resp.status, await resp.text()
 
 
-def slack_settings(tmp_path: Path, fake: FakeSlack, port: int) -> Settings:
+def slack_settings(
+    tmp_path: Path, fake: FakeSlack, port: int, *, email_link_teams: Iterable[str] = ()
+) -> Settings:
     return Settings(
         var_dir=tmp_path,
         database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
         port=port,
         slack_api_url=fake.api_url,
         slack_pace=0,
+        slack_email_link_teams=frozenset(email_link_teams),
     )
 
 
@@ -83,11 +86,12 @@ async def slack_gateway(
     port: int | None = None,
     stream: bool = False,
     delay_ms: int = 0,
+    email_link_teams: Iterable[str] = (),
 ) -> AsyncIterator[SlackGateway]:
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     app = build_app(
-        slack_settings(tmp_path, fake, port),
+        slack_settings(tmp_path, fake, port, email_link_teams=email_link_teams),
         api_token=TOKEN,
         roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
         secrets=secrets,

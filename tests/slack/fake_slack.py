@@ -77,13 +77,15 @@ class Bot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class User:
-    """A person in a workspace, as `users.info` describes them."""
+    """A person in a workspace, as `users.info` describes them. `email_confirmed` is Slack's
+    `is_email_confirmed` (true for a person with an email unless said otherwise)."""
 
     id: str
     name: str
     real_name: str
     display_name: str = ""
     email: str | None = None
+    email_confirmed: bool = True
     team_id: str = TEAM_ID
 
 
@@ -1277,7 +1279,7 @@ def _user_object(user: User, *, with_email: bool) -> dict[str, Any]:
         "is_app_user": False,
         "is_restricted": False,
         "is_ultra_restricted": False,
-        "is_email_confirmed": user.email is not None,
+        "is_email_confirmed": user.email is not None and user.email_confirmed,
         "updated": 1700000000,
         "profile": profile,
     }

@@ -29,6 +29,7 @@ from tests.slack.fake_slack import (
     BOB,
     Bot,
     FakeSlack,
+    User,
     bot_message,
     event_callback,
     message_im,
@@ -172,6 +173,17 @@ async def test_users_info_and_scopes(fake_slack: FakeSlack, slack_client: AsyncW
     )
     assert alice["profile"]["display_name"] == "alice"
     assert alice["profile"]["email"] == "alice@example.com"
+    assert alice["is_email_confirmed"] is True
+    unconfirmed = User(
+        id="U0CAROL001",
+        name="carol",
+        real_name="Carol",
+        email="c@example.com",
+        email_confirmed=False,
+    )
+    fake_slack.add_user(unconfirmed)
+    carol = (await slack_client.users_info(user=unconfirmed.id))["user"]
+    assert (carol["profile"]["email"], carol["is_email_confirmed"]) == ("c@example.com", False)
     bot_user = (await slack_client.users_info(user=fake_slack.bot.user_id))["user"]
     assert bot_user["is_bot"] and bot_user["profile"]["bot_id"] == fake_slack.bot.bot_id
     missing = await refused(slack_client.users_info(user="U0NOBODY01"))
