@@ -215,13 +215,31 @@ class RunHost:
             live.driving = asyncio.create_task(self._drive(live))
 
     def _on_commit(self, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
-        """Storage's after-commit listener: keep messages and task events for the router (no
-        I/O here)."""
-        messages = [e for e in events if isinstance(e, Message)]
-        if messages or task_events:
-            self._committed.extend(messages)
+        """Storage's after-commit listener (no I/O here): a message whose thread's role members
+        are known nudges them at once; other messages and task events go to the router, which
+        may have to read. (Each hop between tasks costs a turn of the event loop, which under
+        load is a millisecond or more of a round trip's latency.)"""
+        routed_later = False
+        for event in events:
+            if not isinstance(event, Message):
+                continue
+            roles = self._roles_of.get(event.thread_id)
+            if roles is None:
+                self._committed.append(event)
+                routed_later = True
+            else:
+                self._nudge_members(event, roles)
+        if task_events:
             self._task_news.extend(task_events)
+            routed_later = True
+        if routed_later:
             self._commits.set()
+
+    def _nudge_members(self, message: Message, roles: Sequence[str]) -> None:
+        """Nudge the thread's role members but the message's author."""
+        for role in roles:
+            if message.author != Address(f"role:{role}"):
+                self.nudge(message.thread_id, role)
 
     async def _route(self) -> None:
         """Turn commits into nudges: a message, for its thread's other role members; a task
@@ -249,9 +267,7 @@ class RunHost:
                 except Exception:  # the message stays past the runs' cursors: read on restart
                     log.exception("routing a message of thread %s failed", message.thread_id)
                     continue
-                for role in roles:
-                    if message.author != Address(f"role:{role}"):
-                        self.nudge(message.thread_id, role)
+                self._nudge_members(message, roles)
 
     async def _roles_in(self, thread_id: ThreadId) -> tuple[str, ...]:
         """The thread's role members (membership is permanent, so this is cached)."""

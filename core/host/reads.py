@@ -3,8 +3,9 @@ one hop to a reader thread and one snapshot (`SqlRunRepository.turn_inputs`).
 
 When a commit nudges many runs at once — a burst of messages, a task change with many watchers —
 their drivers all ask to read within the same loop iteration; one read for all of them costs one
-BEGIN/COMMIT and one thread hop instead of one each. A lone read waits no longer than one loop
-iteration.
+BEGIN/COMMIT and one thread hop instead of one each. The first to ask starts the read's task,
+which takes every read asked for by the time it first runs — one loop iteration later — so a
+lone read waits no longer than that.
 """
 
 from __future__ import annotations
@@ -22,19 +23,20 @@ class TurnReads:
         self._limit = limit
         self._recent = recent
         self._waiting: list[tuple[Run, bool, asyncio.Future[TurnInput]]] = []
+        self._reading: set[asyncio.Task[None]] = set()
 
     async def read(self, run: Run, *, with_tasks: bool) -> TurnInput:
-        future: asyncio.Future[TurnInput] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[TurnInput] = loop.create_future()
         if not self._waiting:
-            asyncio.get_running_loop().call_soon(self._flush)
+            reading = loop.create_task(self._read())
+            self._reading.add(reading)  # the loop itself keeps only a weak reference
+            reading.add_done_callback(self._reading.discard)
         self._waiting.append((run, with_tasks, future))
         return await future
 
-    def _flush(self) -> None:
+    async def _read(self) -> None:
         waiting, self._waiting = self._waiting, []
-        asyncio.get_running_loop().create_task(self._read(waiting))
-
-    async def _read(self, waiting: list[tuple[Run, bool, asyncio.Future[TurnInput]]]) -> None:
         try:
             answers = await self._db.runs.turn_inputs(
                 [(run, with_tasks) for run, with_tasks, _ in waiting],
