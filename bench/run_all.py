@@ -96,19 +96,27 @@ the interpreter lock. Batches hold about as many messages as there are clients w
 
 ROUNDTRIP_WHERE_THE_TIME_GOES = """\
 Where the time goes. A round trip is far more work for the gateway than an ingested message:
-the person message's HTTP request and its share of a write batch; the run host's routing (from
+the person message's HTTP request and its share of a write batch; the run host's nudge (from
 the writer's after-commit callback, no read); the run's read of its news (one statement in a
 reader thread, in one hop with the other runs reading in the same loop iteration); the echo turn
 itself (in process, next to nothing); the end of the turn, which commits the reply with the
 run's cursor and the turn's record in the next write batch; and the listener's long-poll
 requests that carry both events out as JSON. That is two commits, one run read and two event
-reads per round trip, each a hop to a database thread, all sharing one interpreter lock. A
-sampling profile (py-spy, 32 posters; not part of this run) found the lock held about half the
-time by the event loop (HTTP, the long-poll's JSON, the host), and a quarter each by the writer
-thread and the reader threads. Earlier versions of the host were slower (about 370 round
-trips/s): they read each run's row on every turn, built statements per call, read every commit
-back to route it, checked out a pooled connection per unit of work, and took one thread hop per
-run's read."""
+reads per round trip, each a hop to a database thread, all sharing one interpreter lock. With
+one message outstanding per poster, the rate is the posters over the round trip's latency, and
+the latency is mostly waiting: for the write batch in flight before one's own (twice), and for
+turns of the event loop — each hop from one task to another waits for every callback already
+queued, about a millisecond or two under this load (measured with timestamps at each step, not
+part of this run: a committed person message reached its turn's start in about 7 ms at p50, of
+which the read itself took under 1 ms). Three changes made since the previous report cut both
+the CPU and the tail: statements that named an event kind as a bound parameter (`kind = ?`) made
+SQLite prepare them again at every execution to decide whether a partial index applied (a run's
+news read cost about 200 µs, now about 35 µs; every timeline read gained too); the garbage
+collector walked some 200,000 objects made at start-up in every full collection, 30 to 230 ms
+during which every request waited (p99 of a round trip was about 170 ms) — `rolecall serve` now
+freezes them once started (`gc.freeze`), and a full collection takes about 3 ms; and a
+committed message now nudges its runs at once and a read starts without an extra hop, two turns
+of the event loop fewer per round trip."""
 
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
@@ -381,8 +389,9 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
             + (
                 ""
                 if _meets(warm)
-                else " Reaching the target would take less than half the CPU per round trip: "
-                "fewer hops to database threads per turn, or turns taken in batches."
+                else " Reaching the target would take less CPU per round trip — most of it is "
+                "the two write batches and the HTTP requests — and fewer hops between tasks and "
+                "threads per turn, each of which waits its turn on a busy event loop."
             )
         ),
         "",
