@@ -38,6 +38,7 @@ from time import perf_counter
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from aiohttp.web_urldispatcher import AbstractResource
 
 from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
@@ -60,7 +61,7 @@ from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
 from gateway.errors import ApiError, translate
 from gateway.logs import current_request_id
-from gateway.metrics import METRICS_KEY, Metrics, route_template, serve_metrics
+from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
 from gateway.roles import ROLES_KEY, configured_roles
 from gateway.roles import routes as role_routes
 from gateway.runtimes import runtime_kinds
@@ -199,12 +200,11 @@ def request_edge(api_token: str) -> Middleware:
         request_id = offered if well_formed else _new_id()
         token = current_request_id.set(request_id)
         started = perf_counter()
+        resource = request.match_info.route.resource
         try:
             try:
-                if (
-                    _under_api(request)
-                    and not _run_authenticated(request)
-                    and not _bearer_matches(request, expected)
+                if _needs_operator_token(request.path, resource) and not _bearer_matches(
+                    request, expected
                 ):
                     raise ApiError(
                         401,
@@ -218,9 +218,8 @@ def request_edge(api_token: str) -> Middleware:
         finally:
             current_request_id.reset(token)
         seconds = perf_counter() - started
-        request.app[METRICS_KEY].observe(
-            request.method, route_template(request), response.status, seconds
-        )
+        route = resource.canonical if resource is not None else UNMATCHED_ROUTE
+        request.app[METRICS_KEY].observe(request.method, route, response.status, seconds)
         if not response.prepared:  # a streamed response has sent its headers already
             response.headers[REQUEST_ID_HEADER] = request_id
         if access_log.isEnabledFor(logging.INFO):
@@ -262,16 +261,20 @@ def _log_access(
     )
 
 
-def _under_api(request: web.Request) -> bool:
-    resource = request.match_info.route.resource
-    paths = [request.path] + ([resource.canonical] if resource is not None else [])
-    return any(path == API_PREFIX or path.startswith(API_PREFIX + "/") for path in paths)
+def _needs_operator_token(path: str, resource: AbstractResource | None) -> bool:
+    """Routes under `/api/v1` (by the path asked for, or by the route it matched) need the
+    operator token; but for the agent tools, which take a run token instead
+    (`gateway.api.tools`)."""
+    if _under(path, tool_routes.TOOLS_PREFIX):
+        return False
+    return _under(path, API_PREFIX) or (
+        resource is not None and _under(resource.canonical, API_PREFIX)
+    )
 
 
-def _run_authenticated(request: web.Request) -> bool:
-    """The agent tools take a run token instead of the operator's (`gateway.api.tools`)."""
-    path = request.path
-    return path == tool_routes.TOOLS_PREFIX or path.startswith(tool_routes.TOOLS_PREFIX + "/")
+def _under(path: str, prefix: str) -> bool:
+    """`path` is `prefix` itself or below it (`/api/v1x` is not below `/api/v1`)."""
+    return path.startswith(prefix) and (len(path) == len(prefix) or path[len(prefix)] == "/")
 
 
 def _bearer_matches(request: web.Request, expected: bytes) -> bool:

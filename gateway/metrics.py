@@ -169,11 +169,6 @@ class HostMetrics:
 METRICS_KEY = web.AppKey("metrics", Metrics)
 
 
-def route_template(request: web.Request) -> str:
-    resource = request.match_info.route.resource
-    return resource.canonical if resource is not None else UNMATCHED_ROUTE
-
-
 async def serve_metrics(request: web.Request) -> web.Response:
     """`GET /metrics`: the Prometheus text format. Open, like `/healthz`."""
     return web.Response(

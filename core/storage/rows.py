@@ -76,39 +76,26 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
 _STATES = {state.value: state for state in ParticipantState}
 
 
-def event_to_row(event: AnyEvent) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "id": event.id,
-        "thread_id": event.thread_id,
-        "seq": event.seq,
-        "position": event.position,
-        "at": to_micros(event.at),
-        "kind": event.kind.value,
-        "author": None,
-        "text": None,
-        "context": None,
-        "participant": None,
-        "from_state": None,
-        "to_state": None,
-        "target": None,
-        "reason": None,
-        "channel": None,
-    }
+EVENT_COLUMNS = (
+    "position", "id", "thread_id", "seq", "at", "kind", "author", "text", "context",
+    "participant", "from_state", "to_state", "target", "reason", "channel",
+)  # fmt: skip
+"""The columns of `events` in table order: the order of `event_values`."""
+
+
+def event_values(event: AnyEvent) -> tuple[Any, ...]:
+    """The event's row of `events`, its values in `EVENT_COLUMNS` order (`context` as the JSON
+    object the column's type stores)."""
+    common = (event.position, event.id, event.thread_id, event.seq, to_micros(event.at))
     if isinstance(event, Message):
-        row.update(
-            author=event.author,
-            text=event.text,
-            context=event.context.to_json() if event.context else None,
-            channel=event.channel,
-        )
-    elif isinstance(event, StateChange):
-        row.update(
-            participant=event.participant,
-            from_state=event.from_state.value,
-            to_state=event.to_state.value,
-        )
-    elif isinstance(event, Retraction):
-        row.update(author=event.author, target=event.target, reason=event.reason)
-    else:
-        row.update(text=event.text)
-    return row
+        context = event.context.to_json() if event.context else None
+        return (*common, "message", event.author, event.text, context,
+                None, None, None, None, None, event.channel)  # fmt: skip
+    if isinstance(event, StateChange):
+        return (*common, "participant_state_changed", None, None, None, event.participant,
+                event.from_state.value, event.to_state.value, None, None, None)  # fmt: skip
+    if isinstance(event, Retraction):
+        return (*common, "retraction", event.author, None, None,
+                None, None, None, event.target, event.reason, None)  # fmt: skip
+    return (*common, "system", None, event.text, None,
+            None, None, None, None, None, None)  # fmt: skip

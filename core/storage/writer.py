@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Connection, Table, bindparam, select, update
+from sqlalchemy import Connection, CursorResult, Table, bindparam, select, update
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from core.errors import NotFound, RolecallError
 from core.membership import ParticipantState
@@ -35,7 +40,7 @@ from core.memory_policy import MemoryPolicy
 from core.participants import Address
 from core.storage import schema
 from core.storage.ids import new_id
-from core.storage.rows import event_to_row, from_micros, to_micros
+from core.storage.rows import EVENT_COLUMNS, event_values, from_micros, to_micros
 from core.storage.transact import Transactor
 from core.tasks import TaskEvent
 from core.threads import Thread
@@ -135,18 +140,25 @@ class Batch:
         wanted = sorted(set(thread_ids) - set(self.threads))
         if not wanted:
             return
-        for row in self.connection.execute(_LOAD_THREADS, {"ids": wanted}):
-            thread = self.threads.get(row.id)
+        rows: list[Any] = []
+        for start in range(0, len(wanted), _LOAD_MOST):
+            ids = wanted[start : start + _LOAD_MOST]
+            # Padded to a power of two with the last id again, so few sizes are ever compiled.
+            size = 1 << (len(ids) - 1).bit_length()
+            ids += ids[-1:] * (size - len(ids))
+            rows += _load_threads(size).execute(self.connection, tuple(ids)).fetchall()
+        for thread_id, created_at, thread_only, last_seq, last_at, address, state in rows:
+            thread = self.threads.get(thread_id)
             if thread is None:
-                thread = self.threads[row.id] = ThreadState(
-                    id=row.id,
-                    created_at=row.created_at,
-                    thread_only=row.memory_thread_only,
-                    last_seq=row.last_seq,
-                    last_at=row.last_at,
+                thread = self.threads[thread_id] = ThreadState(
+                    id=thread_id,
+                    created_at=created_at,
+                    thread_only=bool(thread_only),  # the driver's own value: 0 or 1 on SQLite
+                    last_seq=last_seq,
+                    last_at=last_at,
                     states={},
                 )
-            thread.states[Address(row.address)] = ParticipantState(row.state)
+            thread.states[address] = _STATES[state]
 
     def load_runs(self, run_ids: Sequence[str]) -> None:
         """Read the rows of these runs (one query); a command's threads are locked first."""
@@ -190,25 +202,28 @@ class Batch:
     def flush(self) -> None:
         """Write what was staged: positions from the counter, events, thread and member rows."""
         if self.staged:
-            end = self.connection.execute(_ADVANCE, {"n": len(self.staged)}).scalar_one()
-            start = end - len(self.staged) + 1
-            self.committed = [
-                kind(
-                    id=EventId(new_id()),
-                    thread_id=thread_id,
-                    seq=seq,
-                    position=start + i,
-                    at=from_micros(at),
-                    **fields,
+            count = len(self.staged)
+            end = _ADVANCE.execute(self.connection, (count,)).scalar_one()
+            position = end - count
+            committed: list[AnyEvent] = []
+            for kind, fields, thread_id, seq, at in self.staged:
+                position += 1
+                committed.append(
+                    kind(
+                        id=EventId(new_id()),
+                        thread_id=thread_id,
+                        seq=seq,
+                        position=position,
+                        at=from_micros(at),
+                        **fields,
+                    )
                 )
-                for i, (kind, fields, thread_id, seq, at) in enumerate(self.staged)
-            ]
-            self.connection.execute(_INSERT_EVENTS, [event_to_row(e) for e in self.committed])
+            self.committed = committed
+            _INSERT_EVENTS.execute(self.connection, [event_values(e) for e in committed])
         threads = self.threads.values()
         if touched := [t for t in threads if t.touched]:
-            self.connection.execute(
-                _ADVANCE_THREADS,
-                [{"b_id": t.id, "b_seq": t.last_seq, "b_at": t.last_at} for t in touched],
+            _ADVANCE_THREADS.execute(
+                self.connection, [(t.last_seq, t.last_at, t.id) for t in touched]
             )
         if policies := [t for t in threads if t.policy_changed]:
             self.connection.execute(
@@ -229,34 +244,125 @@ class Batch:
         self.rows_after.setdefault(table, []).append(row)
 
 
+class DriverStatement:
+    """A statement of every batch, compiled once per dialect to the driver's own SQL and run
+    through `exec_driver_sql` with plain rows of values, in the order of `names`.
+
+    SQLAlchemy then neither looks the statement up in its compiled cache nor builds and processes
+    a parameter dictionary per row, which is most of what an `executemany` of a batch's rows
+    costs. The values still pass the bind processors of their types (JSON, say), as they would
+    through `Connection.execute`, and errors are wrapped in `DBAPIError` all the same.
+    """
+
+    def __init__(self, statement: ClauseElement, names: Sequence[str]) -> None:
+        self._statement = statement
+        self._names = tuple(names)
+        self._compiled: weakref.WeakKeyDictionary[Dialect, _Compiled] = weakref.WeakKeyDictionary()
+
+    def execute(
+        self, connection: Connection, rows: tuple[Any, ...] | list[tuple[Any, ...]]
+    ) -> CursorResult[Any]:
+        """One row (a tuple), or many (a list of tuples: an executemany)."""
+        dialect = connection.dialect
+        compiled = self._compiled.get(dialect)
+        if compiled is None:
+            compiled = self._compiled[dialect] = _Compiled.of(self._statement, self._names, dialect)
+        if compiled.convert is not None:
+            rows = (
+                [compiled.convert(r) for r in rows]
+                if isinstance(rows, list)
+                else compiled.convert(rows)
+            )
+        return connection.exec_driver_sql(compiled.sql, rows)
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    convert: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+    """From a row in the statement's `names` order to the driver's parameters (None: as is)."""
+
+    @classmethod
+    def of(cls, statement: ClauseElement, names: tuple[str, ...], dialect: Dialect) -> _Compiled:
+        compiled = statement.compile(dialect=dialect)
+        if not isinstance(compiled, SQLCompiler) or compiled.positiontup is None:
+            raise ValueError(f"{dialect.name}: DriverStatement needs a positional paramstyle")
+        order = compiled.positiontup
+        processors = [
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            for name in order
+        ]
+        if list(order) != list(names):  # reordered, or values fixed in the statement itself
+            fixed = compiled.params
+            steps = [
+                (names.index(name) if name in names else None, fixed.get(name), p)
+                for name, p in zip(order, processors, strict=True)
+            ]
+
+            def rebuild(row: tuple[Any, ...]) -> tuple[Any, ...]:
+                values = []
+                for i, value, p in steps:
+                    v = value if i is None else row[i]
+                    values.append(v if p is None else p(v))
+                return tuple(values)
+
+            return cls(compiled.string, rebuild)
+        if not (processed := [(i, p) for i, p in enumerate(processors) if p is not None]):
+            return cls(compiled.string, None)
+
+        def process(row: tuple[Any, ...]) -> tuple[Any, ...]:
+            values = list(row)
+            for i, p in processed:
+                values[i] = p(values[i])
+            return tuple(values)
+
+        return cls(compiled.string, process)
+
+
 # The statements of a batch, built once.
 _t, _p, _counter = schema.threads, schema.thread_participants, schema.stream_positions
-_LOAD_THREADS = (
-    select(
-        _t.c.id,
-        _t.c.created_at,
-        _t.c.memory_thread_only,
-        _t.c.last_seq,
-        _t.c.last_at,
-        _p.c.address,
-        _p.c.state,
+_LOAD_MOST = 256
+
+
+@functools.cache
+def _load_threads(size: int) -> DriverStatement:
+    """The rows of `size` threads, one per member, locked, in id order (ids may repeat)."""
+    ids = [bindparam(f"id_{j}", type_=_t.c.id.type) for j in range(size)]
+    statement = (
+        select(
+            _t.c.id,
+            _t.c.created_at,
+            _t.c.memory_thread_only,
+            _t.c.last_seq,
+            _t.c.last_at,
+            _p.c.address,
+            _p.c.state,
+        )
+        .join(_p, _p.c.thread_id == _t.c.id)
+        .where(_t.c.id.in_(ids))
+        .order_by(_t.c.id)
+        .with_for_update(of=_t)
     )
-    .join(_p, _p.c.thread_id == _t.c.id)
-    .where(_t.c.id.in_(bindparam("ids", expanding=True)))
-    .order_by(_t.c.id)
-    .with_for_update(of=_t)
-)
-_ADVANCE = (
+    return DriverStatement(statement, [f"id_{j}" for j in range(size)])
+
+
+_STATES = {state.value: state for state in ParticipantState}
+_ADVANCE = DriverStatement(
     update(_counter)
     .where(_counter.c.stream == schema.EVENTS_STREAM)
-    .values(value=_counter.c.value + bindparam("n"))
-    .returning(_counter.c.value)
+    .values(value=_counter.c.value + bindparam("n", type_=_counter.c.value.type))
+    .returning(_counter.c.value),
+    ["n"],
 )
-_INSERT_EVENTS = schema.events.insert()
-_ADVANCE_THREADS = (
+_INSERT_EVENTS = DriverStatement(
+    schema.events.insert().values({c: bindparam(f"e_{c}") for c in EVENT_COLUMNS}),
+    [f"e_{c}" for c in EVENT_COLUMNS],
+)
+_ADVANCE_THREADS = DriverStatement(
     update(_t)
     .where(_t.c.id == bindparam("b_id"))
-    .values(last_seq=bindparam("b_seq"), last_at=bindparam("b_at"))
+    .values(last_seq=bindparam("b_seq"), last_at=bindparam("b_at")),
+    ["b_seq", "b_at", "b_id"],
 )
 _SET_POLICY = (
     update(_t)

@@ -50,6 +50,17 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# One decoder for every body: `json.loads` with an argument builds a new one per call.
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _decode(text: str) -> Any:
+    """`json.loads(text, parse_constant=_reject_constant)`, the BOM check included."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _decoder.decode(text)
+
+
 async def read_object(
     request: web.Request,
     *,
@@ -63,7 +74,7 @@ async def read_object(
     if empty_ok and not raw.strip():
         return {}
     try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        body = _decode(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ApiError(400, "invalid_json", "the request body is not UTF-8 text") from None
     except (ValueError, RecursionError) as exc:

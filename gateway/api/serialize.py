@@ -35,6 +35,22 @@ def thread_json(thread: Thread) -> JsonObject:
 
 
 def event_json(event: AnyEvent) -> JsonObject:
+    """One dict, built in one go: the common fields, then the kind's."""
+    if isinstance(event, Message):
+        context = event.context
+        return {
+            "id": event.id,
+            "thread_id": event.thread_id,
+            "seq": event.seq,
+            "position": event.position,
+            "at": rfc3339(event.at),
+            "kind": event.kind.value,
+            "author": event.author,
+            "text": event.text,
+            "context": context.to_json() if context is not None else None,
+            "retracted": event.retracted,
+            "channel": event.channel,
+        }
     common: JsonObject = {
         "id": event.id,
         "thread_id": event.thread_id,
@@ -43,26 +59,15 @@ def event_json(event: AnyEvent) -> JsonObject:
         "at": rfc3339(event.at),
         "kind": event.kind.value,
     }
-    return common | _kind_fields(event)
-
-
-def _kind_fields(event: AnyEvent) -> JsonObject:
     match event:
-        case Message():
-            return {
-                "author": event.author,
-                "text": event.text,
-                "context": event.context.to_json() if event.context is not None else None,
-                "retracted": event.retracted,
-                "channel": event.channel,
-            }
         case StateChange():
-            return {
-                "participant": event.participant,
-                "from_state": event.from_state.value,
-                "to_state": event.to_state.value,
-            }
+            common["participant"] = event.participant
+            common["from_state"] = event.from_state.value
+            common["to_state"] = event.to_state.value
         case Retraction():
-            return {"author": event.author, "target": event.target, "reason": event.reason}
+            common["author"] = event.author
+            common["target"] = event.target
+            common["reason"] = event.reason
         case SystemNote():
-            return {"text": event.text}
+            common["text"] = event.text
+    return common
