@@ -44,6 +44,11 @@ WEB_API_TIMEOUT = 10
 _bolt_log = logging.getLogger("rolecall.slack.bolt")
 # Bolt logs a refused request's body at INFO: people's messages must not reach the logs.
 _bolt_log.setLevel(logging.WARNING)
+_sdk_log = logging.getLogger("rolecall.slack.sdk")
+# The SDK logs every call's parameters and answer at DEBUG (people's messages among them), and
+# decides whether to format those lines by the logger's own level, not the effective one: a
+# level of its own spares every call that work, and keeps messages out of the logs.
+_sdk_log.setLevel(logging.INFO)
 RATE_LIMIT_RETRIES = 5
 ROTATE_BEFORE = 120 * 60
 """Seconds before a rotating token expires when it is rotated (bolt's default too)."""
@@ -99,6 +104,7 @@ def web_client(
         base_url=api_url,
         timeout=WEB_API_TIMEOUT,
         session=session,
+        logger=_sdk_log,
         retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)],
     )
 
@@ -128,6 +134,11 @@ def bolt_app(
             ignoring_self_events_enabled=True,
             ssl_check_enabled=True,
             url_verification_enabled=True,
+            # What the handlers do not use is not built for every event: the assistant
+            # thread's `say`/`set_status` kwargs (a listener middleware, and a second build of
+            # every kwarg, per event) and the token of a workflow step's function.
+            attaching_conversation_kwargs_enabled=False,
+            attaching_function_token_enabled=False,
         )
     if oauth is not None:
         app.enable_token_revocation_listeners()  # app_uninstalled, tokens_revoked

@@ -17,6 +17,14 @@ whose answer never came (a timeout) is looked for in the channel's history, by t
 in its metadata, before it is posted again. Posts to one channel are paced (`pace` seconds
 apart); 429s are waited out by the SDK's retry handler.
 
+Which Slack message a reply answers is mostly known without a read: the worker goes through the
+stream in order, so for each conversation it knows the latest message not written by the role
+before each reply (`_latest`), and the inbound handler tells it the Slack thread of each
+person's message it committed (`said`). A conversation not followed since the worker started,
+or since it was last bound to a DM, or any after a failed page, is looked up in the database.
+Whether a message was posted already is always read: after a restart, a failure, or by another
+replica's worker (each replica's worker goes through the whole stream).
+
 Each post is made with the bot token of the DM's workspace (`Clients`): the one token of an app
 installed in one workspace, or the workspace's installation's. A workspace the app is no longer
 installed in takes nothing: its messages are skipped (and logged), the others' go on.
@@ -44,7 +52,7 @@ from core.roles import Role
 from core.storage.database import Database
 from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
 from core.tasks import TaskEvent
-from core.timeline import AnyEvent, Message, Retraction, SystemNote, ThreadId
+from core.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
 
 log = logging.getLogger("rolecall.slack")
 
@@ -75,6 +83,22 @@ class _Post:
     thread_ts: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Latest:
+    """The latest message of a conversation not written by the role, as the worker found it in
+    the stream: what a reply after it answers."""
+
+    position: int
+    message_id: EventId
+    channel: str | None
+    thread_ts: str | None
+    """Its Slack thread, when the inbound handler told it (`Delivery.said`)."""
+
+
+SAID_KEPT = 100_000
+"""Slack threads of people's messages told but not yet come to, kept at most."""
+
+
 class Delivery:
     def __init__(
         self, role: Role, database: Database, clients: Clients, *, pace: float = 1.0
@@ -90,6 +114,10 @@ class Delivery:
         self._calls: set[asyncio.Task[None]] = set()
         self._heard: dict[ThreadId, str] = {}
         """The ts of the latest Slack message heard in each conversation (for "working…")."""
+        self._said: dict[EventId, str] = {}
+        """The Slack thread of each person's message the inbound handler committed, until the
+        worker comes to it in the stream."""
+        self._latest: dict[ThreadId, _Latest] = {}
         self._names: dict[Address, str] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -130,14 +158,24 @@ class Delivery:
 
     def bound(self, binding: SlackBinding) -> None:
         """A DM is (now) this conversation."""
+        if self._bindings.get(binding.thread_id) == binding:
+            return
         for thread_id, known in list(self._bindings.items()):
             if known.channel_id == binding.channel_id and known.team_id == binding.team_id:
                 del self._bindings[thread_id]
+                self._latest.pop(thread_id, None)  # not followed while it is not bound
         self._bindings[binding.thread_id] = binding
+        self._latest.pop(binding.thread_id, None)
         self._wake.set()
 
     def heard(self, thread_id: ThreadId, ts: str) -> None:
         self._heard[thread_id] = ts
+
+    def said(self, message_id: EventId, thread_ts: str) -> None:
+        """The person's message `message_id` was committed from Slack, in this Slack thread."""
+        self._said[message_id] = thread_ts
+        if len(self._said) > SAID_KEPT:  # told of messages the worker never came to
+            del self._said[next(iter(self._said))]
 
     def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:
         if any(event.thread_id in self._bindings for event in events):
@@ -193,6 +231,7 @@ class Delivery:
                 raise
             except Exception:  # the cursor has not moved: the next wake tries again
                 log.exception("slack delivery of role %s stopped short", self.role.name)
+                self._latest.clear()  # the page is gone through again: followed anew
                 await asyncio.sleep(RETRY_PAUSE)
                 self._wake.set()
 
@@ -204,11 +243,12 @@ class Delivery:
             page = await self._db.threads.events_since(self.cursor, limit=PAGE)
             if not page.events:
                 return
-            by_dm: dict[str, list[tuple[SlackBinding, AnyEvent]]] = {}
+            by_dm: dict[str, list[tuple[SlackBinding, AnyEvent, _Latest | None]]] = {}
             for event in page.events:
                 binding = self._bindings.get(event.thread_id)
                 if binding is not None:
-                    by_dm.setdefault(binding.channel_id, []).append((binding, event))
+                    answers = self._follow(event)
+                    by_dm.setdefault(binding.channel_id, []).append((binding, event, answers))
             if by_dm:  # a DM that fails stops the others: the page is done again, as a whole
                 async with asyncio.TaskGroup() as group:
                     for items in by_dm.values():
@@ -216,16 +256,35 @@ class Delivery:
             self.cursor = page.events[-1].position
             await self._db.slack.advance(self.role.name, self.cursor)
 
-    async def _deliver_all(self, items: list[tuple[SlackBinding, AnyEvent]]) -> None:
-        async with self._at_once:
-            for binding, event in items:
-                await self._deliver(binding, event)
+    def _follow(self, event: AnyEvent) -> _Latest | None:
+        """Go past `event` of a bound conversation, in stream order: for the role's message,
+        what it answers (the latest other message before it; None when the worker has not
+        followed the conversation since then); another's message becomes the latest."""
+        if not isinstance(event, Message):
+            return None
+        latest = self._latest.get(event.thread_id)
+        if event.author == self.role.address:
+            return latest if latest is not None and latest.position < event.position else None
+        if latest is None or latest.position < event.position:  # not back on a page done again
+            self._latest[event.thread_id] = _Latest(
+                event.position, event.id, event.channel, self._said.pop(event.id, None)
+            )
+        return None
 
-    async def _deliver(self, binding: SlackBinding, event: AnyEvent) -> None:
+    async def _deliver_all(
+        self, items: list[tuple[SlackBinding, AnyEvent, _Latest | None]]
+    ) -> None:
+        async with self._at_once:
+            for binding, event, answers in items:
+                await self._deliver(binding, event, answers)
+
+    async def _deliver(
+        self, binding: SlackBinding, event: AnyEvent, answers: _Latest | None = None
+    ) -> None:
         if isinstance(event, Retraction):
             await self._retract(binding, event)
             return
-        post = await self._post_for(event)
+        post = await self._post_for(event, answers)
         if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
             return  # nothing to post, or posted already (before a failure or a restart)
         ts = None
@@ -240,13 +299,13 @@ class Delivery:
 
     # --- what each event becomes --------------------------------------------------------------
 
-    async def _post_for(self, event: AnyEvent) -> _Post | None:
+    async def _post_for(self, event: AnyEvent, answers: _Latest | None = None) -> _Post | None:
         if isinstance(event, SystemNote):
             return _Post(f"_{event.text}_", None)
         if not isinstance(event, Message) or event.retracted:
             return None
         if event.author == self.role.address:
-            thread_ts = None if event.context is not None else await self._answered(event)
+            thread_ts = None if event.context is not None else await self._answered(event, answers)
             return _Post(event.text, thread_ts)
         if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
             return None  # said in Slack: it is there already
@@ -255,8 +314,18 @@ class Delivery:
         quoted = "\n".join(f"> {line}" for line in event.text.splitlines() or [""])
         return _Post(f"*{name}*{where}:\n{quoted}", None)
 
-    async def _answered(self, reply: Message) -> str | None:
-        """The Slack thread of the person's latest Slack message before the reply, if any."""
+    async def _answered(self, reply: Message, answers: _Latest | None = None) -> str | None:
+        """The Slack thread of the person's latest Slack message before the reply, if any
+        (`answers`: the latest message before it, when the worker followed the conversation;
+        else it is read)."""
+        if answers is not None:
+            if answers.channel != CHANNEL:
+                return None  # it answers what was said elsewhere: the top level
+            thread_ts = answers.thread_ts or self._said.pop(answers.message_id, None)
+            if thread_ts is not None:
+                return thread_ts
+            post = await self._db.slack.post_of(self.role.name, answers.message_id)
+            return (post.thread_ts or post.ts) if post is not None else None
         page = await self._db.threads.latest(
             reply.thread_id, before=reply.seq, limit=ANSWERED_LOOKBACK
         )

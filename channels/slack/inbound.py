@@ -153,7 +153,7 @@ class Inbound:
             await self._db.slack.retract(RetractFromSlack(thread_id, delivery, author, said.ts))
             return
         self._delivery_worker.heard(thread_id, said.thread_ts or said.ts)
-        await self._db.slack.say(
+        message = await self._db.slack.say(
             SayFromSlack(
                 thread_id,
                 delivery,
@@ -164,6 +164,8 @@ class Inbound:
                 replaces=said.replaces,
             )
         )
+        if message is not None:  # None: a retry, recorded before
+            self._delivery_worker.said(message.id, said.thread_ts or said.ts)
 
     def _forget(self, delivery: SlackDelivery, user: str) -> None:
         self._people.pop((delivery.team_id, user), None)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from core.errors import RolecallError
 from core.participants import Address
 from core.storage import schema
 from core.storage.commands import PostMessage, Retract
@@ -40,54 +42,85 @@ def _dialect(connection: Connection):  # type: ignore[no-untyped-def]
     return postgresql if connection.dialect.name == "postgresql" else sqlite
 
 
+@dataclass(frozen=True, slots=True)
+class _Upserts:
+    """The statements of every Slack delivery, built once per dialect: values are bound at
+    execution, so SQLAlchemy finds each compiled in its cache without building it again."""
+
+    delivery: Any
+    bind: Any
+    post: Any
+    advance: Any
+
+    @classmethod
+    def of(cls, dialect: Any) -> _Upserts:
+        bind = dialect.insert(_cv)
+        advance = dialect.insert(_cur)
+        return cls(
+            delivery=dialect.insert(_ev).on_conflict_do_nothing(index_elements=["event_id"]),
+            bind=bind.on_conflict_do_update(
+                index_elements=["role", "team_id", "channel_id"],
+                set_={"thread_id": bind.excluded.thread_id},
+                where=_cv.c.thread_id != bind.excluded.thread_id,
+            ),
+            post=dialect.insert(_m).on_conflict_do_nothing(
+                index_elements=["role", "channel_id", "ts"]
+            ),
+            advance=advance.on_conflict_do_update(
+                index_elements=["role"],
+                set_={"position": advance.excluded.position},
+                where=_cur.c.position < advance.excluded.position,
+            ),
+        )
+
+
+_UPSERTS: dict[str, _Upserts] = {}
+
+
+def _upserts(connection: Connection) -> _Upserts:
+    name = connection.dialect.name
+    found = _UPSERTS.get(name)
+    if found is None:
+        found = _UPSERTS[name] = _Upserts.of(_dialect(connection))
+    return found
+
+
 def _first_delivery(batch: Batch, event_id: str, role: str) -> bool:
     """Record the delivery; False when it was recorded before (a retry, or a replay)."""
     inserted = batch.connection.execute(
-        _dialect(batch.connection)
-        .insert(_ev)
-        .values(event_id=event_id, role=role, received_at=batch.now)
-        .on_conflict_do_nothing(index_elements=["event_id"])
+        _upserts(batch.connection).delivery,
+        {"event_id": event_id, "role": role, "received_at": batch.now},
     )
     return inserted.rowcount == 1
 
 
 def _bind(batch: Batch, role: str, team_id: str, channel_id: str, thread_id: ThreadId) -> None:
     """The DM is this thread from now on (a link may have made it another person's)."""
-    stmt = (
-        _dialect(batch.connection)
-        .insert(_cv)
-        .values(
-            role=role,
-            team_id=team_id,
-            channel_id=channel_id,
-            thread_id=thread_id,
-            created_at=batch.now,
-        )
-    )
     batch.connection.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["role", "team_id", "channel_id"],
-            set_={"thread_id": thread_id},
-            where=_cv.c.thread_id != thread_id,
-        )
+        _upserts(batch.connection).bind,
+        {
+            "role": role,
+            "team_id": team_id,
+            "channel_id": channel_id,
+            "thread_id": thread_id,
+            "created_at": batch.now,
+        },
     )
 
 
 def _all_or_nothing(
-    batch: Batch, apply: Callable[[Batch], Callable[[], AnyEvent | None]]
+    batch: Batch, delivery: SlackDelivery, act: Callable[[], Callable[[], AnyEvent | None]]
 ) -> Callable[[], AnyEvent | None]:
-    """Run a command under a savepoint: when a rule refuses it (a removed person, a message not
-    theirs), the delivery record it wrote first is undone too, so a later delivery of the same
-    event — after the cause is fixed — is not taken for a repeat. The rules refuse before
-    anything is staged, so no event of a refused command reaches the flush."""
-    savepoint = batch.connection.begin_nested()
+    """Apply the timeline command of a delivery recorded just now: when a rule refuses it (a
+    removed person, a message not theirs), the record is deleted again, so a later delivery of
+    the same event — after the cause is fixed — is not taken for a repeat. The rules refuse
+    before anything is written or staged, so the record is all there is to undo (cheaper than
+    a savepoint around every message); any other error rolls the whole batch back."""
     try:
-        finish = apply(batch)
-    except BaseException:
-        savepoint.rollback()
+        return act()
+    except RolecallError:
+        batch.connection.execute(delete(_ev).where(_ev.c.event_id == delivery.event_id))
         raise
-    savepoint.commit()
-    return finish
 
 
 def _message_at(connection: Connection, role: str, channel_id: str, ts: str) -> EventId | None:
@@ -128,13 +161,9 @@ class SayFromSlack:
         return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
-        return _all_or_nothing(batch, self._apply)
-
-    def _apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
         d = self.delivery
         if not _first_delivery(batch, d.event_id, d.role):
             return lambda: None
-        _bind(batch, d.role, d.team_id, d.channel_id, self.thread_id)
         context = None
         edited = (
             _message_at(batch.connection, d.role, d.channel_id, self.replaces)
@@ -144,8 +173,9 @@ class SayFromSlack:
         if edited is not None:
             context = MessageContext(kind=REPLACES, originating_message=edited)
         post = PostMessage(self.thread_id, self.author, self.text, context, CHANNEL)
-        finish = post.apply(batch)
+        finish = _all_or_nothing(batch, d, lambda: post.apply(batch))
         index = len(batch.staged) - 1
+        _bind(batch, d.role, d.team_id, d.channel_id, self.thread_id)
         if edited is not None:  # the Slack message now stands for its latest version
             batch.connection.execute(
                 delete(_m).where(
@@ -182,17 +212,14 @@ class RetractFromSlack:
         return (self.thread_id,)
 
     def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
-        return _all_or_nothing(batch, self._apply)
-
-    def _apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
         d = self.delivery
         if not _first_delivery(batch, d.event_id, d.role):
             return lambda: None
         message_id = _message_at(batch.connection, d.role, d.channel_id, self.ts)
         if message_id is None:
             return lambda: None
-        finish = Retract(self.thread_id, message_id, self.author, "deleted in Slack").apply(batch)
-        return finish
+        retract = Retract(self.thread_id, message_id, self.author, "deleted in Slack")
+        return _all_or_nothing(batch, d, lambda: retract.apply(batch))
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,18 +250,16 @@ class PostedToSlack:
 
     def apply(self, batch: Batch) -> Callable[[], None]:
         batch.connection.execute(
-            _dialect(batch.connection)
-            .insert(_m)
-            .values(
-                role=self.role,
-                channel_id=self.channel_id,
-                ts=self.ts,
-                message_id=self.message_id,
-                thread_ts=self.thread_ts,
-                outbound=True,
-                created_at=batch.now,
-            )
-            .on_conflict_do_nothing(index_elements=["role", "channel_id", "ts"])
+            _upserts(batch.connection).post,
+            {
+                "role": self.role,
+                "channel_id": self.channel_id,
+                "ts": self.ts,
+                "message_id": self.message_id,
+                "thread_ts": self.thread_ts,
+                "outbound": True,
+                "created_at": batch.now,
+            },
         )
         if self.position is not None:
             _advance(batch, self.role, self.position)
@@ -266,13 +291,8 @@ class AdvanceSlackCursor:
 
 
 def _advance(batch: Batch, role: str, position: int) -> None:
-    stmt = _dialect(batch.connection).insert(_cur).values(role=role, position=position)
     batch.connection.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["role"],
-            set_={"position": position},
-            where=_cur.c.position < position,
-        )
+        _upserts(batch.connection).advance, {"role": role, "position": position}
     )
 
 
@@ -292,6 +312,11 @@ class SlackPost:
     ts: str
     thread_ts: str | None
     outbound: bool
+
+
+_POST_OF = select(_m.c.channel_id, _m.c.ts, _m.c.thread_ts, _m.c.outbound).where(
+    _m.c.role == bindparam("role"), _m.c.message_id == bindparam("message_id")
+)
 
 
 class SqlSlackRepository:
@@ -341,11 +366,7 @@ class SqlSlackRepository:
         """Where a timeline message is in Slack, if it is."""
 
         def read(c: Connection) -> SlackPost | None:
-            row = c.execute(
-                select(_m.c.channel_id, _m.c.ts, _m.c.thread_ts, _m.c.outbound).where(
-                    _m.c.role == role, _m.c.message_id == message_id
-                )
-            ).first()
+            row = c.execute(_POST_OF, {"role": role, "message_id": message_id}).first()
             return SlackPost(row.channel_id, row.ts, row.thread_ts, row.outbound) if row else None
 
         return await self._reads.transact(read)

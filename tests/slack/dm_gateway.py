@@ -65,14 +65,19 @@ class SlackGateway:
 
 
 def slack_settings(
-    tmp_path: Path, fake: FakeSlack, port: int, *, email_link_teams: Iterable[str] = ()
+    tmp_path: Path,
+    fake: FakeSlack,
+    port: int,
+    *,
+    email_link_teams: Iterable[str] = (),
+    pace: float = 0,
 ) -> Settings:
     return Settings(
         var_dir=tmp_path,
         database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
         port=port,
         slack_api_url=fake.api_url,
-        slack_pace=0,
+        slack_pace=pace,
         slack_email_link_teams=frozenset(email_link_teams),
     )
 
@@ -87,11 +92,12 @@ async def slack_gateway(
     stream: bool = False,
     delay_ms: int = 0,
     email_link_teams: Iterable[str] = (),
+    pace: float = 0,
 ) -> AsyncIterator[SlackGateway]:
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     app = build_app(
-        slack_settings(tmp_path, fake, port, email_link_teams=email_link_teams),
+        slack_settings(tmp_path, fake, port, email_link_teams=email_link_teams, pace=pace),
         api_token=TOKEN,
         roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
         secrets=secrets,

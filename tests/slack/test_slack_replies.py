@@ -1,0 +1,86 @@
+"""Where the delivery worker posts a reply, from what it followed of the conversation: each
+reply in the Slack thread of the message it answers, a reply to a message said elsewhere at the
+top level; nothing posted twice when a restart finds a reply posted but the cursor behind it
+(the worker then looks up what it did not follow); posts to one DM reach Slack paced."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+
+from tests.slack.dm_gateway import SlackGateway, slack_gateway
+from tests.slack.fake_slack import ALICE, FakeSlack
+
+
+async def _say(gw: SlackGateway, fake: FakeSlack, text: str, **kwargs: str) -> str:
+    """Alice writes in her DM; the ts of her message (once the reply to it is posted)."""
+    said = fake.user_message(ALICE, text, **kwargs)
+    before = len(fake.calls("chat.postMessage", ok=True))
+    status, _ = await gw.post_event(said)
+    assert status == 200
+    await fake.wait_for("chat.postMessage", before + 1, ok=True)
+    return str(said["event"]["ts"])
+
+
+def _replies(fake: FakeSlack) -> list[tuple[str, str | None]]:
+    return [(c.args["text"], c.args.get("thread_ts")) for c in fake.calls("chat.postMessage")]
+
+
+async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        first = await _say(gw, fake_slack, "first")
+        await _say(gw, fake_slack, "in its thread", thread_ts=first)
+        second = await _say(gw, fake_slack, "second")
+        await _say(gw, fake_slack, "first again", thread_ts=first)
+        assert _replies(fake_slack) == [
+            ("first", first),
+            ("in its thread", first),
+            ("second", second),
+            ("first again", first),
+        ]
+
+
+async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        widget = gw.widget()
+        await widget.start()
+        status, code, _ = await widget.call("POST", "/link-codes", {})
+        assert status == 201, code
+        await _say(gw, fake_slack, "before the link")
+        await gw.post_event(fake_slack.user_message(ALICE, f"link {code['code']}"))
+        await fake_slack.wait_for("chat.postMessage", 2)  # "Linked: …"
+
+        await widget.say("from the widget")  # quoted in the DM, then echo's reply
+        posts = await fake_slack.wait_for("chat.postMessage", 4)
+        assert posts[3].args["text"] == "from the widget"
+        assert posts[3].args.get("thread_ts") is None
+
+        ts = await _say(gw, fake_slack, "from slack")
+        assert _replies(fake_slack)[-1] == ("from slack", ts)
+
+
+async def test_a_restart_with_the_cursor_behind_a_posted_reply_posts_it_once(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        first = await _say(gw, fake_slack, "posted before the restart")
+        await asyncio.sleep(0.3)  # its ts recorded, the cursor moved past it
+    with sqlite3.connect(tmp_path / "t.db") as db:  # as if it stopped before the cursor moved
+        db.execute("UPDATE slack_cursors SET position = 0")
+    async with slack_gateway(tmp_path, fake_slack) as gw:
+        after = await _say(gw, fake_slack, "after the restart")
+        await asyncio.sleep(0.3)
+        assert _replies(fake_slack) == [
+            ("posted before the restart", first),
+            ("after the restart", after),
+        ]
+
+
+async def test_posts_to_one_dm_are_paced(tmp_path, fake_slack):
+    async with slack_gateway(tmp_path, fake_slack, pace=0.4) as gw:
+        for text in ("one", "two", "three"):
+            status, _ = await gw.post_event(fake_slack.user_message(ALICE, text))
+            assert status == 200
+        posts = await fake_slack.wait_for("chat.postMessage", 3, ok=True)
+        assert [p.args["text"] for p in posts] == ["one", "two", "three"]
+        # sent `pace` apart; what each took to reach Slack may differ by a little
+        assert all(b.at - a.at >= 0.3 for a, b in itertools.pairwise(posts))
