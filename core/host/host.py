@@ -219,6 +219,8 @@ class RunHost:
         are known nudges them at once; other messages and task events go to the router, which
         may have to read. (Each hop between tasks costs a turn of the event loop, which under
         load is a millisecond or more of a round trip's latency.)"""
+        if not self._roles:
+            return  # no role is served here: no run to nudge
         routed_later = False
         for event in events:
             if not isinstance(event, Message):
