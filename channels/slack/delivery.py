@@ -246,7 +246,7 @@ class Delivery:
             by_dm: dict[str, list[tuple[SlackBinding, AnyEvent, _Latest | None]]] = {}
             for event in page.events:
                 binding = self._bindings.get(event.thread_id)
-                if binding is not None:
+                if binding is not None and event.position > binding.since:
                     answers = self._follow(event)
                     by_dm.setdefault(binding.channel_id, []).append((binding, event, answers))
             if by_dm:  # a DM that fails stops the others: the page is done again, as a whole

@@ -268,8 +268,9 @@ class Inbound:
         if group:
             members += await self._group_members(client, delivery, author)
         thread, _ = await self._db.threads.resolve(ParticipantSet.of(members))
-        binding = SlackBinding(delivery.team_id, delivery.channel_id, thread.id)
-        await self._db.slack.bind(self.role.name, binding)
+        binding = await self._db.slack.bind(
+            self.role.name, SlackBinding(delivery.team_id, delivery.channel_id, thread.id)
+        )
         self._delivery_worker.bound(binding)
         self._threads[key] = thread.id
         while len(self._threads) > KEPT:

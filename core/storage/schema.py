@@ -322,6 +322,8 @@ slack_conversations = Table(
     Column("channel_id", String(32), primary_key=True),
     Column("thread_id", String(32), ForeignKey("threads.id"), nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    # The event position when the DM became this thread: what came before is not posted to it.
+    Column("since_position", BigInteger, nullable=False, server_default="0"),
     Index(None, "role", "thread_id"),
 )
 

@@ -12,7 +12,7 @@ nothing it has not.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, select
@@ -38,6 +38,11 @@ _ev, _cv, _m, _cur = (
 )
 
 
+_HEAD = select(schema.stream_positions.c.value).where(
+    schema.stream_positions.c.stream == schema.EVENTS_STREAM
+)
+
+
 def _dialect(connection: Connection):  # type: ignore[no-untyped-def]
     return postgresql if connection.dialect.name == "postgresql" else sqlite
 
@@ -54,13 +59,17 @@ class _Upserts:
 
     @classmethod
     def of(cls, dialect: Any) -> _Upserts:
-        bind = dialect.insert(_cv)
+        # A DM bound to a thread (anew, or to another one) starts at the stream's head now.
+        bind = dialect.insert(_cv).values(since_position=_HEAD.scalar_subquery())
         advance = dialect.insert(_cur)
         return cls(
             delivery=dialect.insert(_ev).on_conflict_do_nothing(index_elements=["event_id"]),
             bind=bind.on_conflict_do_update(
                 index_elements=["role", "team_id", "channel_id"],
-                set_={"thread_id": bind.excluded.thread_id},
+                set_={
+                    "thread_id": bind.excluded.thread_id,
+                    "since_position": bind.excluded.since_position,
+                },
                 where=_cv.c.thread_id != bind.excluded.thread_id,
             ),
             post=dialect.insert(_m).on_conflict_do_nothing(
@@ -274,9 +283,17 @@ class BindSlackConversation:
     thread_id: ThreadId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def apply(self, batch: Batch) -> Callable[[], SlackBinding]:
         _bind(batch, self.role, self.team_id, self.channel_id, self.thread_id)
-        return lambda: None
+        since = batch.connection.execute(
+            select(_cv.c.since_position).where(
+                _cv.c.role == self.role,
+                _cv.c.team_id == self.team_id,
+                _cv.c.channel_id == self.channel_id,
+            )
+        ).scalar_one()
+        binding = SlackBinding(self.team_id, self.channel_id, self.thread_id, since)
+        return lambda: binding
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +321,9 @@ class SlackBinding:
     team_id: str
     channel_id: str
     thread_id: ThreadId
+    since: int = field(default=0, compare=False)
+    """The event position when the DM became this thread: events at or before it were said
+    before the DM was the conversation's, and are not posted to it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,8 +356,9 @@ class SqlSlackRepository:
     async def posted(self, command: PostedToSlack) -> None:
         await self._writer.run(command)
 
-    async def bind(self, role: str, binding: SlackBinding) -> None:
-        await self._writer.run(
+    async def bind(self, role: str, binding: SlackBinding) -> SlackBinding:
+        """The DM is this thread from now on; the binding as stored (with its `since`)."""
+        return await self._writer.run(
             BindSlackConversation(role, binding.team_id, binding.channel_id, binding.thread_id)
         )
 
@@ -347,9 +368,14 @@ class SqlSlackRepository:
     async def bindings(self, role: str) -> list[SlackBinding]:
         def read(c: Connection) -> list[SlackBinding]:
             rows = c.execute(
-                select(_cv.c.team_id, _cv.c.channel_id, _cv.c.thread_id).where(_cv.c.role == role)
+                select(
+                    _cv.c.team_id, _cv.c.channel_id, _cv.c.thread_id, _cv.c.since_position
+                ).where(_cv.c.role == role)
             )
-            return [SlackBinding(r.team_id, r.channel_id, ThreadId(r.thread_id)) for r in rows]
+            return [
+                SlackBinding(r.team_id, r.channel_id, ThreadId(r.thread_id), r.since_position)
+                for r in rows
+            ]
 
         return await self._reads.transact(read)
 

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import NotAllowed
 from core.membership import ParticipantState
-from core.participants import ParticipantSet, parse_address
+from core.participants import Address, ParticipantSet, parse_address
 from core.storage.database import Database
 from core.storage.slack_store import (
     PostedToSlack,
@@ -91,9 +91,15 @@ async def test_a_post_and_the_cursor_past_it_are_recorded_together(database: Dat
 async def test_a_dm_is_rebound_when_it_becomes_another_conversation(database: Database) -> None:
     first = await _dm(database)
     other, _ = await database.threads.resolve(ParticipantSet.of(["person:bo", "role:concierge"]))
-    await database.slack.bind(ROLE, SlackBinding("T1", "D1", first))
-    await database.slack.bind(ROLE, SlackBinding("T1", "D1", other.id))
-    assert await database.slack.bindings(ROLE) == [SlackBinding("T1", "D1", other.id)]
+    bound = await database.slack.bind(ROLE, SlackBinding("T1", "D1", first))
+    assert bound.since == await database.threads.head()
+    await database.threads.post_message(other.id, Address("person:bo"), "said before", None)
+    again = await database.slack.bind(ROLE, SlackBinding("T1", "D1", first))
+    assert again.since == bound.since  # the same conversation: it keeps its start
+    rebound = await database.slack.bind(ROLE, SlackBinding("T1", "D1", other.id))
+    assert rebound.since == await database.threads.head() > bound.since
+    [stored] = await database.slack.bindings(ROLE)
+    assert stored == SlackBinding("T1", "D1", other.id) and stored.since == rebound.since
 
 
 async def test_a_refused_message_leaves_no_record_of_its_delivery(database: Database) -> None:
