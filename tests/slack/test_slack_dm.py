@@ -7,22 +7,11 @@ delete; rate limits are waited out; a restart between commit and post posts exac
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from tests.slack.dm_gateway import SlackGateway, slack_gateway
+from tests.slack.dm_gateway import SlackGateway, eventually, slack_gateway
 from tests.slack.fake_slack import ALICE, BOB, FakeSlack, retry_headers, url_verification
-
-
-async def _eventually(check, within: float = 10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + within
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "it did not happen in time"
-        await asyncio.sleep(0.02)
 
 
 async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict]:
@@ -81,7 +70,7 @@ async def test_edits_and_deletions_are_recorded(tmp_path, fake_slack):
         assert edit["context"] == {"kind": "replaces", "originating_message": original["id"]}
 
         await gw.post_event(fake_slack.user_delete(channel, ts))
-        events = await _eventually(lambda: _retracted(gw, edit["id"]))
+        events = await eventually(lambda: _retracted(gw, edit["id"]))
         assert events
 
 
@@ -120,7 +109,7 @@ async def test_the_widget_and_slack_are_one_conversation_after_a_link(tmp_path, 
         assert texts[1] == "from the widget" and posts[2].args["channel"] == channel
 
         await gw.post_event(fake_slack.user_message(ALICE, "from slack"))
-        page = await _eventually(lambda: _widget_has(widget, "from slack"))
+        page = await eventually(lambda: _widget_has(widget, "from slack"))
         assert page
 
 
@@ -175,7 +164,7 @@ async def test_a_restart_between_commit_and_post_posts_exactly_once(tmp_path, fa
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "survive this"))
         await fake_slack.wait_for("chat.postMessage")
-        events = await _eventually(lambda: _has_reply(gw))
+        events = await eventually(lambda: _has_reply(gw))
         assert events
     assert fake_slack.calls("chat.postMessage", ok=True) == []
     fake_slack.clear_faults()

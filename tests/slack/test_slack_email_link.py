@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -20,20 +19,10 @@ import pytest
 from gateway.settings import SettingsError, load_settings
 from gateway.slack_manifest import SCOPES
 from tests.slack.conftest import PROXY_VARIABLES
-from tests.slack.dm_gateway import SlackGateway, slack_gateway
+from tests.slack.dm_gateway import SlackGateway, eventually, slack_gateway
 from tests.slack.fake_slack import ALICE, TEAM_ID, Bot, FakeSlack
 
 ALICE_SLACK = f"slack:{TEAM_ID.lower()}:{ALICE.id}"
-
-
-async def _eventually(check, within: float = 10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + within
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "it did not happen in time"
-        await asyncio.sleep(0.02)
 
 
 async def _person(gw: SlackGateway, slug: str, email: str) -> None:
@@ -89,13 +78,13 @@ async def test_a_confirmed_email_of_an_allowed_workspace_continues_the_person_s_
         await _person(gw, "ann", "Alice@Example.COM")  # compared case-insensitively
         thread = await gw.api.thread("person:ann", "role:echo")
         await gw.api.say(thread["id"], "person:ann", "from the api")
-        assert await _eventually(lambda: _answered(gw, thread["id"], "from the api"))
+        assert await eventually(lambda: _answered(gw, thread["id"], "from the api"))
 
         said = fake_slack.user_message(ALICE, "from slack")
         again = fake_slack.user_message(ALICE, "at once")  # two first events, concurrently
         await asyncio.gather(gw.post_event(said), gw.post_event(again))
         channel = said["event"]["channel"]
-        replies = await _eventually(
+        replies = await eventually(
             lambda: _replies_in(fake_slack, channel, "from slack", "at once")
         )
         assert replies
