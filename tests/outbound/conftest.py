@@ -8,13 +8,12 @@ sets) — and records every request it got, with the answer it gave, in arrival 
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 import pytest
@@ -25,9 +24,11 @@ from core.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
+from tests.waiting import eventually
+
+__all__ = ["eventually"]  # the tests here wait with it
 
 ECHO = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,16 +123,6 @@ async def gateway(settings: Settings) -> AsyncIterator[Api]:
             yield Api(server, session)
     finally:
         await server.close()
-
-
-async def eventually(check: Callable[[], Awaitable[T]], within: float = 15.0) -> T:
-    deadline = time.monotonic() + within
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "it did not happen in time"
-        await asyncio.sleep(0.02)
 
 
 async def register(api: Api, url: str, **fields: Any) -> dict[str, Any]:

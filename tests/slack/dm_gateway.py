@@ -4,13 +4,11 @@ the operator API and the web widget of the same gateway."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 from aiohttp.test_utils import TestServer
@@ -22,8 +20,6 @@ from tests.api.conftest import TOKEN, Api
 from tests.cli.conftest import free_port
 from tests.slack.fake_slack import FakeSlack, signed_request_headers
 from tests.web.conftest import Widget
-
-T = TypeVar("T")
 
 SIGNING = "SLACK_ECHO_SIGNING_SECRET"
 BOT = "SLACK_ECHO_BOT_TOKEN"
@@ -66,17 +62,6 @@ class SlackGateway:
             self.server.make_url("/slack/echo/events"), data=body, headers=sent
         ) as resp:
             return resp.status, await resp.text()
-
-
-async def eventually(check: Callable[[], Awaitable[T]], within: float = 10.0) -> T:
-    """What `check()` gives once it is truthy; fails the test after `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "it did not happen in time"
-        await asyncio.sleep(0.02)
 
 
 def slack_settings(

@@ -10,8 +10,9 @@ import asyncio
 
 import pytest
 
-from tests.slack.dm_gateway import SlackGateway, eventually, slack_gateway
+from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, BOB, FakeSlack, retry_headers, url_verification
+from tests.waiting import eventually
 
 
 async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict]:

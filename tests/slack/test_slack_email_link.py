@@ -19,8 +19,9 @@ import pytest
 from gateway.settings import SettingsError, load_settings
 from gateway.slack_manifest import SCOPES
 from tests.slack.conftest import PROXY_VARIABLES
-from tests.slack.dm_gateway import SlackGateway, eventually, slack_gateway
+from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, TEAM_ID, Bot, FakeSlack
+from tests.waiting import eventually
 
 ALICE_SLACK = f"slack:{TEAM_ID.lower()}:{ALICE.id}"
 
