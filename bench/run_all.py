@@ -384,6 +384,7 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
         ),
         "",
         ROUNDTRIP_WHERE_THE_TIME_GOES,
+        "",
         _paragraph(
             f"With one poster a round trip takes {alone.latency.p50_ms:.1f} ms (p99 "
             f"{alone.latency.p99_ms:.1f} ms), {alone.latency.rate:,.0f} a second. With "
