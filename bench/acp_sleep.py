@@ -12,7 +12,9 @@ connections), each waited for until every reply is committed or `PASS_DEADLINE` 
 
 - **first contact**: the run is created and its session started: process spawn, `initialize`,
   `session/new`, the opening prompt;
-- **warm**: straight after, every process still alive;
+- **warm**: once every session has slept, `WARM_SAMPLE` conversations one at a time: a message
+  that wakes the agent, then the measured one while its process is alive (its CPU is not told
+  apart from the wake-up's);
 - **wake**: after every session has slept (the agent processes, children of the gateway read
   from /proc, back to 0): spawn, `initialize`, `session/load`, the prompt.
 
@@ -61,6 +63,8 @@ sessions to sleep one after another, and each ACP session's close waits for its 
 TURN_TIMEOUT = 900
 """The role's turn_timeout: 200 cold starts at once keep two cores busy for minutes."""
 SAMPLE_EVERY = 0.1
+WARM_SAMPLE = 20
+"""Conversations the warm pass measures, one at a time."""
 
 STAGES = (
     ("queued", "message committed → turn started"),
@@ -460,6 +464,68 @@ async def _send(
     )
 
 
+async def _probe_warm(
+    tag: str, port: int, token: str, ids: list[str], replies: Replies, sample: int
+) -> _Sent:
+    """The warm pass, on `sample` conversations one at a time, on a quiet machine: a message
+    that wakes the conversation's agent, then — as soon as its reply is in, the process alive —
+    the measured one. (Sent to all at once, straight after first contact, the turns would find
+    their sessions asleep: 200 cold starts keep both cores busy far longer than idle sleep.)"""
+    messages: dict[str, dict[str, Any]] = {}
+    seen: dict[str, dict[str, Any]] = {}
+    connection = await loadgen.Connection.open(port, token)
+    began = time.perf_counter()
+    try:
+        for k, thread in enumerate(ids[:sample]):
+            for text in (f"say wake-up {k}", f"say {tag} {k}"):
+                replies.start_pass()
+                body = json.dumps({"author": f"person:u{k}", "text": text}).encode()
+                status, answer = await connection.request(
+                    f"/api/v1/threads/{thread}/messages", body
+                )
+                assert status == 201, (status, answer)
+                message = json.loads(answer)
+                replies.expect(message)
+                await replies.all_in(1, time.monotonic() + PASS_DEADLINE)
+            messages[thread] = message
+            if thread in replies.seen:
+                seen[thread] = replies.seen[thread]
+    finally:
+        connection.close()
+    nan = float("nan")
+    return _Sent("warm", tag, messages, seen, time.perf_counter() - began, nan, nan, False)
+
+
+def _turns_told(
+    sent: _Sent, ids: list[str], turns: list[list[dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """Each conversation's turn that was told the pass's message."""
+    told = {}
+    for k, thread in enumerate(ids):
+        message = sent.messages.get(thread)
+        turn = _turn_of(turns[k], message["text"]) if message else None
+        if turn is not None:
+            told[thread] = turn
+    return told
+
+
+async def _all_asleep(procs: Processes, idle_sleep_after: float) -> None:
+    """Wait until no agent process is left (or give up after idle sleep and `SLEEP_DEADLINE`)."""
+    deadline = time.monotonic() + idle_sleep_after + SLEEP_DEADLINE
+    while True:
+        if not procs.alive() or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(SAMPLE_EVERY)
+
+
+def _turn_of(turns: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
+    """The turn that was told the person message `text`."""
+    for turn in turns:
+        if any(event.get("text") == text for event in turn["prompt"].get("news", ())):
+            return turn
+    return None
+
+
 async def _turns(port: int, token: str, ids: list[str]) -> list[list[dict[str, Any]]]:
     """Each conversation's finished turns, oldest first."""
     found = []
@@ -503,7 +569,8 @@ def measure(workdir: Path, conversations: int = 200, idle_sleep_after: float = 5
                 first = await _send(
                     "first contact", "hello", port, token, ids, replies, procs, cold=True
                 )
-                warm = await _send("warm", "again", port, token, ids, replies, procs, cold=False)
+                await _all_asleep(procs, idle_sleep_after)
+                warm = await _probe_warm("again", port, token, ids, replies, WARM_SAMPLE)
                 ended = time.perf_counter()
                 alive_after = len(procs.alive())
                 agent_rss = procs.rss()
@@ -519,8 +586,8 @@ def measure(workdir: Path, conversations: int = 200, idle_sleep_after: float = 5
             turns = await _turns(port, token, ids)
             entries = _journal(journal)
             first_pass, warm_pass, wake_pass = (
-                _pass(sent, {ids[k]: t[n] for k, t in enumerate(turns) if len(t) > n}, entries, ids)
-                for n, sent in enumerate((first, warm, wake))
+                _pass(sent, _turns_told(sent, ids, turns), entries, ids)
+                for sent in (first, warm, wake)
             )
             return Result(
                 conversations,

@@ -18,6 +18,7 @@ the top.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import tempfile
@@ -1160,8 +1161,13 @@ def _acp_row(p: acp_sleep.Pass) -> str:
     return (
         f"| {p.name} | {p.sent:,} | {p.missing:,} | {_acp_cells(lat)} "
         f"| {_ms_cell(turn.p50_ms) if turn else 'n/a'} | {_acp_cells(agent)} "
-        f"| {p.overhead:,.0f} | {p.seconds:,.1f} | {p.gateway_cpu:,.1f} | {p.agents_cpu:,.1f} |"
+        f"| {p.overhead:,.0f} | {p.seconds:,.1f} | {_cpu_cell(p.gateway_cpu)} "
+        f"| {_cpu_cell(p.agents_cpu)} |"
     )
+
+
+def _cpu_cell(seconds: float) -> str:
+    return "n/a" if math.isnan(seconds) else f"{seconds:,.1f}"
 
 
 def _cpu_ms(seconds: float, turns: int) -> str:
@@ -1204,9 +1210,12 @@ def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
             "the fake writes back as its reply, a word a chunk, with no MCP call; the fake "
             "journals the seconds each prompt took it (its own time). First contact: the run is "
             "created and its session started (process spawn, `initialize`, `session/new`, the "
-            "opening prompt). Warm: straight after, to processes still alive (a conversation "
-            "answered early in first contact may have slept by then: its turn wakes it and is "
-            "counted apart). Then the benchmark "
+            "opening prompt). Warm: once every session has slept, "
+            f"{acp_sleep.WARM_SAMPLE} conversations one at a time, on a quiet machine: a "
+            "message that wakes the agent, then the measured one while its process is alive "
+            "(sent to all 200 straight after first contact, the turns would find their "
+            "sessions asleep: 200 cold starts keep both cores busy far longer than idle sleep; "
+            "the warm pass's CPU is not told apart from its wake-ups'). Then the benchmark "
             "waits until no agent process (a living child of the gateway, read from /proc every "
             f"{acp_sleep.SAMPLE_EVERY:g} s) is left, and wakes every conversation: spawn, "
             "`initialize`, `session/load`, the prompt. Latency is the gateway's own, from the "
@@ -1230,8 +1239,7 @@ def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
             f"**{result.alive_after_sleep}**, {result.asleep_after:.1f} s after the last warm "
             f"reply (sessions then: {_counts(result.sessions_after_sleep)}), about "
             f"{per_close:,.2f} s a process past `idle_sleep_after`. In the warm pass "
-            f"{sum(warm.opened.values()):,} turns found their session already asleep (first "
-            "contact lasted longer than idle sleep for the conversations answered early) and "
+            f"{sum(warm.opened.values()):,} turns found their session already asleep and "
             "woke it; the warm stages below are over the others. Wake latency "
             f"(commit → reply): **{_acp_cells(wake.latency).replace(' | ', ' ms p50, ')} ms "
             f"p99**; first contact: {_acp_cells(first.latency).replace(' | ', ' ms p50, ')} "
@@ -1273,26 +1281,23 @@ def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
             f"{wake.stages.get('queued', 0):,.1f} s waking before its turn started (routing "
             "and the run's read, a moment of CPU each), and the spawns come late. In CPU the "
             f"gateway's part is small: {_cpu_ms(first.gateway_cpu, first.sent)} ms a turn in "
-            f"first contact, {_cpu_ms(warm.gateway_cpu, warm.sent)} warm, "
+            f"first contact (the warm turns among them), "
             f"{_cpu_ms(wake.gateway_cpu, wake.sent)} waking, against "
             f"{_cpu_ms(wake.agents_cpu, wake.sent)} ms of the agents' a waking turn. "
             "Warm, the gateway's share of the time is what is left around the agent's own: "
             "from the message's commit to the turn's start (routing, the run's read, the "
             "prompt's rendering), from the agent's answer to the turn's end, and the reply's "
             f"commit, together {warm_gateway * 1000:,.1f} ms at the medians against the agent's "
-            f"{warm.agent.p50_ms if warm.agent else float('nan'):,.1f} ms; but the warm pass "
-            f"ran beside the {sum(warm.opened.values()):,} processes it woke (their "
-            f"{warm.agents_cpu:,.0f} CPU-seconds), so these are times under load, not the "
-            "gateway's floor (the echo round trip above, one poster, is). The ratios to the "
-            "agent's own time are large because the fake does almost nothing; a real agent's "
-            "prompt takes seconds (a model's answer), against which the warm overhead is small "
-            "and the cold start is the program's own start (Node for Claude's adapter). "
-            "Sleeping is slow at this scale: the host's idle sweep (`sleep_idle` in "
-            "core/host/host.py) closes sessions one after another, and an ACP session's close "
+            f"{warm.agent.p50_ms if warm.agent else float('nan'):,.1f} ms, one turn at a time "
+            "on a quiet machine. The ratios to the agent's own time are large because the fake "
+            "does almost "
+            "nothing; a real agent's prompt takes seconds (a model's answer), against which the "
+            "warm overhead is small and the cold start is the program's own start (Node for "
+            "Claude's adapter). Sleeping: the host's idle sweep (`sleep_idle` in "
+            "core/host/host.py) closes every idle session at once, and an ACP session's close "
             "waits for its process to exit after its input ends (up to 2 s, then SIGTERM, "
-            f"then SIGKILL), so {result.alive_after_replies:,} processes took "
-            f"{result.asleep_after:,.0f} s to end, holding their `max_processes` slots "
-            "meanwhile."
+            f"then SIGKILL); the {result.alive_after_replies:,} processes alive after the warm "
+            f"replies had all ended {result.asleep_after:,.1f} s after the last one."
         ),
         "",
     ]
