@@ -178,13 +178,8 @@ class Processes:
                 self.alive()
                 await asyncio.sleep(SAMPLE_EVERY)
 
-        task = asyncio.create_task(sample())
-        try:
+        async with loadgen.in_background(sample()):
             yield self
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 class Replies:
@@ -204,7 +199,7 @@ class Replies:
     async def open(cls, port: int, token: str) -> Replies:
         connection = await loadgen.Connection.open(port, token)
         after = 0
-        while (page := await _events(connection, after, wait=0))["events"]:
+        while (page := await loadgen.events_page(connection, after, wait=0))["events"]:
             after = page["next"]
         return cls(connection, after)
 
@@ -232,7 +227,7 @@ class Replies:
 
     async def follow(self) -> None:
         while True:
-            page = await _events(self._connection, self._after, wait=5)
+            page = await loadgen.events_page(self._connection, self._after, wait=5)
             for event in page["events"]:
                 if event["kind"] != "message" or event["author"] != AUTHOR:
                     continue
@@ -246,22 +241,11 @@ class Replies:
 
     @contextlib.asynccontextmanager
     async def following(self) -> AsyncIterator[Replies]:
-        task = asyncio.create_task(self.follow())
         try:
-            yield self
+            async with loadgen.in_background(self.follow()):
+                yield self
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             self._connection.close()
-
-
-async def _events(connection: loadgen.Connection, after: int, *, wait: int) -> Any:
-    status, body = await connection.request(
-        f"/api/v1/events?after={after}&limit=500&wait={wait}", b""
-    )
-    assert status == 200, (status, body[:200])
-    return json.loads(body)
 
 
 async def _get(port: int, token: str, path: str) -> Any:

@@ -9,10 +9,13 @@ responses by Content-Length (both servers measured here always send one). It spe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.harness import Latency
 
@@ -84,3 +87,24 @@ async def run(
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return Outcome(Latency.of(samples, time.perf_counter() - started), statuses)
+
+
+async def events_page(connection: Connection, after: int, *, wait: int) -> Any:
+    """One page of the committed-event stream past `after` (`wait`: long-poll seconds)."""
+    status, body = await connection.request(
+        f"/api/v1/events?after={after}&limit=500&wait={wait}", b""
+    )
+    assert status == 200, (status, body[:200])
+    return json.loads(body)
+
+
+@contextlib.asynccontextmanager
+async def in_background(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """Run `work` in a task of its own for the block's length; cancel it after."""
+    task = asyncio.create_task(work)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

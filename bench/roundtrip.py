@@ -30,7 +30,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench import ingest, loadgen
 from bench.harness import Latency, cpu_seconds, echo_role, free_port, gateway_env, server
@@ -77,7 +76,7 @@ class Replies:
         connection = await loadgen.Connection.open(port, token)
         after = 0
         while True:
-            page = await _events(connection, after, wait=0)
+            page = await loadgen.events_page(connection, after, wait=0)
             if not page["events"]:
                 return cls(connection, after)
             after = page["next"]
@@ -93,7 +92,7 @@ class Replies:
 
     async def follow(self) -> None:
         while True:
-            page = await _events(self._connection, self._after, wait=5)
+            page = await loadgen.events_page(self._connection, self._after, wait=5)
             seen = time.perf_counter()
             for event in page["events"]:
                 if event["kind"] == "message" and event["author"] == "role:echo":
@@ -104,22 +103,11 @@ class Replies:
 
     @contextlib.asynccontextmanager
     async def following(self) -> AsyncIterator[Replies]:
-        task = asyncio.create_task(self.follow())
         try:
-            yield self
+            async with loadgen.in_background(self.follow()):
+                yield self
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             self._connection.close()
-
-
-async def _events(connection: loadgen.Connection, after: int, *, wait: int) -> Any:
-    status, body = await connection.request(
-        f"/api/v1/events?after={after}&limit=500&wait={wait}", b""
-    )
-    assert status == 200, (status, body[:200])
-    return json.loads(body)
 
 
 async def resolve(port: int, token: str, count: int, *, clients: int = 16) -> list[str]:
