@@ -35,7 +35,12 @@ from core.storage.sql_runs import SqlRunRepository
 from core.storage.sql_threads import SqlThreadRepository
 from core.storage.subscriptions import SqlSubscriptionRepository
 from core.storage.task_store import SqlTaskRepository
-from core.storage.transact import AsyncTransactor, ThreadTransactor, Transactor
+from core.storage.transact import (
+    AsyncTransactor,
+    SqliteWriteTransactor,
+    ThreadTransactor,
+    Transactor,
+)
 from core.storage.webhook_store import SqlWebhookRepository
 from core.storage.writer import Writer
 from core.tasks import TaskEvent
@@ -131,7 +136,8 @@ def _transactors(url: str) -> tuple[Transactor, Transactor]:
     """How writes and reads reach the database: see `core.storage.transact`."""
     if is_sqlite(url):
         return (
-            ThreadTransactor(create_sqlite_sync_engine(url, writer=True), name="rolecall-writer"),
+            # Two connections: the loop's, and the writer thread's for when the file is locked.
+            SqliteWriteTransactor(create_sqlite_sync_engine(url, pool_size=2, writer=True)),
             ThreadTransactor(
                 create_sqlite_sync_engine(url, pool_size=READ_CONNECTIONS),
                 threads=READ_CONNECTIONS,

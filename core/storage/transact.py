@@ -3,9 +3,15 @@
 The writer's batch logic is plain synchronous SQLAlchemy over a `Connection`; how it reaches the
 database depends on the backend:
 
-- SQLite: in dedicated threads (one for the writer, a few for reads), on the stdlib `sqlite3`
-  driver. A whole batch, or a whole read, is one hop to such a thread instead of one hop per
-  statement and per fetch.
+- SQLite, reads: in dedicated threads, on the stdlib `sqlite3` driver. A whole read is one hop to
+  such a thread instead of one hop per statement and per fetch.
+- SQLite, writes: the writer's statements run on the event loop itself and only the COMMIT (the
+  fsync, which releases the GIL) goes to the writer's own thread. The statements of a batch are
+  in-memory work of well under a millisecond that holds the GIL wherever it runs; in a thread of
+  their own they only added a hop and a tug-of-war for the GIL with the loop at every statement.
+  The loop never waits on another process's lock: its connection has no busy timeout, and a batch
+  that finds the database locked runs in the writer's thread instead, which waits as long as
+  `busy_timeout` allows.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
   the driver underneath; the loop stays free).
 """
@@ -18,7 +24,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, RootTransaction
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 R = TypeVar("R")
@@ -55,9 +62,14 @@ class ThreadTransactor:
         return connection
 
     def _run(self, work: Callable[[Connection], R]) -> R:
-        connection = self._connection()
-        with connection.begin():
-            return work(connection)
+        transaction = self._connection().begin()
+        try:
+            result = work(transaction.connection)
+        except BaseException:
+            transaction.rollback()
+            raise
+        _commit(transaction)
+        return result
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
@@ -74,6 +86,79 @@ class ThreadTransactor:
         # a connection must never be closed while another thread is using it.
         await asyncio.to_thread(self._thread.shutdown, wait=True)
         self._dispose()
+
+
+class SqliteWriteTransactor(ThreadTransactor):
+    """SQLite's writer: statements on the loop, the COMMIT in the writer's thread (see above).
+
+    One transaction at a time: the writer runs its batches one after another, and a transaction
+    only begins once the previous COMMIT has returned.
+    """
+
+    def __init__(self, engine: Engine, *, name: str = "rolecall-writer") -> None:
+        super().__init__(engine, threads=1, name=name)
+        self._on_loop: Connection | None = None
+        self._committing: asyncio.Future[None] | None = None
+
+    def _loop_connection(self) -> Connection:
+        connection = self._on_loop
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._on_loop = self._engine.connect()
+            # Never wait on the loop (straight to the driver: no SQLAlchemy transaction begins).
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            driver.execute("PRAGMA busy_timeout=0")
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    async def transact(self, work: Callable[[Connection], R]) -> R:
+        if self._committing is not None:
+            await asyncio.shield(self._committing)
+        connection = self._loop_connection()
+        try:
+            transaction = connection.begin()
+        except OperationalError as error:
+            if not _is_locked(error):
+                raise
+            # Another process holds the write lock: wait for it off the loop.
+            return await super().transact(work)
+        try:
+            result = work(connection)
+        except BaseException:
+            transaction.rollback()
+            raise
+        self._committing = asyncio.get_running_loop().run_in_executor(
+            self._thread, _commit, transaction
+        )
+        try:
+            await asyncio.shield(self._committing)
+        finally:
+            if self._committing.done():
+                self._committing = None
+        return result
+
+    async def close(self) -> None:
+        if self._committing is not None:
+            await asyncio.gather(self._committing, return_exceptions=True)
+        await super().close()
+
+
+def _commit(transaction: RootTransaction) -> None:
+    try:
+        transaction.commit()
+    except BaseException:
+        # A refused COMMIT (a deferred constraint, a full disk) leaves SQLite's transaction
+        # open, and SQLAlchemy's rollback of a failed commit does not reach the driver.
+        transaction.rollback()
+        driver = transaction.connection.connection.driver_connection
+        if driver is not None and driver.in_transaction:
+            driver.rollback()
+        raise
+
+
+def _is_locked(error: OperationalError) -> bool:
+    return "database is locked" in str(error.orig)
 
 
 class AsyncTransactor:

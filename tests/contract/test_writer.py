@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -12,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from core.participants import ParticipantSet, parse_address
 from core.storage import schema
 from core.storage.commands import PostMessage
-from core.storage.database import Database, open_database
+from core.storage.database import Database, open_database, upgrade_schema
+from core.storage.transact import SqliteWriteTransactor
 from core.storage.writer import Batch
 from core.timeline import Message, ThreadId
 
@@ -85,3 +89,74 @@ async def test_everything_queued_is_committed_before_close(database_url: str, co
         assert await reopened.threads.head() == count
     finally:
         await reopened.close()
+
+
+async def test_sqlite_writes_wait_for_another_writers_lock_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """The writer's statements run on the loop, but a lock held by another connection (another
+    process, say) is waited for in the writer's thread: the loop keeps turning meanwhile, and the
+    message is committed once the lock is released."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'rolecall.db'}"
+    await upgrade_schema(url)
+    db = await open_database(url)
+    try:
+        thread, _ = await db.threads.resolve(ParticipantSet.of([ALICE, ROLE]))
+        other = sqlite3.connect(tmp_path / "rolecall.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        post = asyncio.ensure_future(db.threads.post_message(thread.id, ALICE, "after the lock"))
+        turns, started = 0, time.monotonic()
+        while time.monotonic() - started < 0.3:
+            await asyncio.sleep(0.01)
+            turns += 1
+        assert not post.done()
+        assert turns >= 10, f"the event loop was blocked: {turns} turns in 0.3 s"
+        other.execute("COMMIT")
+        other.close()
+        message = await asyncio.wait_for(post, 10)
+        page = await db.threads.timeline(thread.id)
+        assert [e.id for e in page.events if isinstance(e, Message)] == [message.id]
+        # Once the lock is gone, batches run on the loop again and keep committing.
+        again = await db.threads.post_message(thread.id, ALICE, "and after that")
+        assert again.seq == message.seq + 1
+    finally:
+        await db.close()
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOrphanAtCommit:
+    """A write SQLite refuses only at COMMIT: a member row of no thread, its foreign key checked
+    late (`defer_foreign_keys` lasts until the end of this transaction)."""
+
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        batch.connection.exec_driver_sql("PRAGMA defer_foreign_keys=ON")
+        batch.connection.execute(
+            schema.thread_participants.insert().values(
+                thread_id="no-such-thread", address="person:alice", state="active"
+            )
+        )
+        return lambda: None
+
+
+async def test_a_batch_refused_at_commit_answers_its_caller_and_the_writer_goes_on(
+    tmp_path: Path,
+) -> None:
+    """On SQLite the COMMIT runs apart from the statements (in the writer's thread); when it is
+    the COMMIT that fails, the caller gets the error, nothing of the batch stays, and the next
+    batch commits."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'rolecall.db'}"
+    await upgrade_schema(url)
+    db = await open_database(url)
+    try:
+        assert isinstance(db._writes, SqliteWriteTransactor)
+        thread, _ = await db.threads.resolve(ParticipantSet.of([ALICE, ROLE]))
+        with pytest.raises(IntegrityError, match="FOREIGN KEY"):
+            await db._writer.run(InsertOrphanAtCommit())
+        message = await db.threads.post_message(thread.id, ALICE, "after")
+        assert message.seq == 1
+        page = await db.threads.timeline(thread.id)
+        assert [e.id for e in page.events] == [message.id]
+    finally:
+        await db.close()
