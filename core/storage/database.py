@@ -139,7 +139,7 @@ def _transactors(url: str) -> tuple[Transactor, Transactor]:
             # Two connections: the loop's, and the writer thread's for when the file is locked.
             SqliteWriteTransactor(create_sqlite_sync_engine(url, pool_size=2, writer=True)),
             ThreadTransactor(
-                create_sqlite_sync_engine(url, pool_size=READ_CONNECTIONS),
+                create_sqlite_sync_engine(url, pool_size=READ_CONNECTIONS + 1),  # + the loop's
                 threads=READ_CONNECTIONS,
                 name="rolecall-reader",
             ),

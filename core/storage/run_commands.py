@@ -34,7 +34,7 @@ from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.run_reads import conversation_run, run, task_run
 from core.storage.task_store import comment_as
-from core.storage.writer import Batch, RunState
+from core.storage.writer import Batch, DriverStatement, RunState
 from core.tasks import Actor, ActorKind, TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, SystemNote, ThreadId
 
@@ -260,29 +260,28 @@ def _close_turn(
         state.status, state.failures = RunStatus.READY.value, 0
     state.changed = True
     if session_state is not None:
-        batch.connection.execute(
-            _SAVE_SESSION, {"b_id": record.session_id, "b_state": dict(session_state)}
-        )
+        _SAVE_SESSION.execute(batch.connection, (dict(session_state), record.session_id))
     batch.insert_after_flush(
         _turns,
-        lambda: {
-            "id": new_id(),
-            "run_id": state.id,
-            "number": number,
-            "session_id": record.session_id,
-            "cause": record.cause.value,
-            "outcome": record.outcome.value,
-            "cursor_from": cursors[0],
-            "cursor_to": cursors[1],
-            "queued_at": record.queued_at,
-            "started_at": record.started_at,
-            "finished_at": record.finished_at,
-            "prompt": dict(record.prompt),
-            "steps": [dict(s) for s in record.steps],
-            "replies": [posted.id for posted in replies()],
-            "attempts": [dict(a) for a in record.attempts],
-            "error": error,
-        },
+        _TURN_COLUMNS,
+        lambda: (
+            new_id(),
+            state.id,
+            number,
+            record.session_id,
+            record.cause.value,
+            record.outcome.value,
+            cursors[0],
+            cursors[1],
+            record.queued_at,
+            record.started_at,
+            record.finished_at,
+            dict(record.prompt),
+            [dict(s) for s in record.steps],
+            [posted.id for posted in replies()],
+            [dict(a) for a in record.attempts],
+            error,
+        ),
     )
     status, failures, last_error = RunStatus(state.status), state.failures, state.last_error
     cursor = state.cursor
@@ -296,7 +295,14 @@ def _close_turn(
     )
 
 
-_SAVE_SESSION = update(_s).where(_s.c.id == bindparam("b_id")).values(state=bindparam("b_state"))
+_SAVE_SESSION = DriverStatement(
+    update(_s).where(_s.c.id == bindparam("b_id")).values(state=bindparam("b_state")),
+    ["b_state", "b_id"],
+)
+_TURN_COLUMNS = (
+    "id", "run_id", "number", "session_id", "cause", "outcome", "cursor_from", "cursor_to",
+    "queued_at", "started_at", "finished_at", "prompt", "steps", "replies", "attempts", "error",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,15 +193,16 @@ class SayFromSlack:
             )
         batch.insert_after_flush(
             _m,
-            lambda: {
-                "role": d.role,
-                "channel_id": d.channel_id,
-                "ts": self.ts,
-                "message_id": batch.committed[index].id,
-                "thread_ts": self.thread_ts,
-                "outbound": False,
-                "created_at": batch.now,
-            },
+            ("role", "channel_id", "ts", "message_id", "thread_ts", "outbound", "created_at"),
+            lambda: (
+                d.role,
+                d.channel_id,
+                self.ts,
+                batch.committed[index].id,
+                self.thread_ts,
+                False,
+                batch.now,
+            ),
         )
         return finish
 

@@ -199,7 +199,7 @@ class SqlRunRepository:
                     answers.append(error)
             return answers
 
-        return await self._reads.transact(read_all)
+        return await self._reads.transact_brief(read_all)
 
     async def task_turn_input(self, run: Run, *, limit: int) -> TaskTurnInput:
         return await self._reads.transact(lambda c: run_reads.task_turn_input(c, run, limit))

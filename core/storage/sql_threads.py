@@ -114,7 +114,7 @@ class SqlThreadRepository:
         return await self._reads.transact(read)
 
     async def events_since(self, position: int, *, limit: int = MAX_PAGE) -> EventPage:
-        return await self._reads.transact(lambda c: reads.since(c, position, limit))
+        return await self._reads.transact_brief(lambda c: reads.since(c, position, limit))
 
     async def head(self) -> int:
         return await self._reads.transact(reads.head)

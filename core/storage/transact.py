@@ -4,14 +4,17 @@ The writer's batch logic is plain synchronous SQLAlchemy over a `Connection`; ho
 database depends on the backend:
 
 - SQLite, reads: in dedicated threads, on the stdlib `sqlite3` driver. A whole read is one hop to
-  such a thread instead of one hop per statement and per fetch.
+  such a thread instead of one hop per statement and per fetch. A read its caller knows to be
+  brief (`transact_brief`: a bounded page, by an index) runs on the event loop instead, where it
+  costs less than the hop it would take: the reads of every turn and of the committed-event
+  stream are such reads.
 - SQLite, writes: the writer's statements run on the event loop itself and only the COMMIT (the
   fsync, which releases the GIL) goes to the writer's own thread. The statements of a batch are
   in-memory work of well under a millisecond that holds the GIL wherever it runs; in a thread of
   their own they only added a hop and a tug-of-war for the GIL with the loop at every statement.
-  The loop never waits on another process's lock: its connection has no busy timeout, and a batch
-  that finds the database locked runs in the writer's thread instead, which waits as long as
-  `busy_timeout` allows.
+- The loop never waits on a lock: its connections have no busy timeout, and work that finds the
+  database locked (another process writing, for the writer; WAL recovery, for a reader) runs in
+  a thread instead, which waits as long as `busy_timeout` allows.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
   the driver underneath; the loop stays free).
 """
@@ -36,6 +39,11 @@ class Transactor(Protocol):
         """Run `work` inside one transaction; commit if it returns, roll back if it raises."""
         ...
 
+    async def transact_brief(self, work: Callable[[Connection], R]) -> R:
+        """`transact`, for work known to be brief (a bounded page by an index): where the
+        backend allows, it runs right here on the event loop."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -52,6 +60,20 @@ class ThreadTransactor:
         self._local = threading.local()
         self._connections: list[Connection] = []
         self._lock = threading.Lock()
+        self._on_loop: Connection | None = None
+
+    def _loop_connection(self) -> Connection:
+        """The event loop's own connection, which never waits for a lock."""
+        connection = self._on_loop
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._on_loop = self._engine.connect()
+            # Straight to the driver: no SQLAlchemy transaction begins.
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            driver.execute("PRAGMA busy_timeout=0")
+            with self._lock:
+                self._connections.append(connection)
+        return connection
 
     def _connection(self) -> Connection:
         connection: Connection | None = getattr(self._local, "connection", None)
@@ -73,6 +95,21 @@ class ThreadTransactor:
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
+
+    async def transact_brief(self, work: Callable[[Connection], R]) -> R:
+        transaction = self._loop_connection().begin()
+        try:
+            result = work(transaction.connection)
+        except OperationalError as error:
+            transaction.rollback()
+            if not _is_locked(error):
+                raise
+            return await self.transact(work)  # wait for the lock off the loop
+        except BaseException:
+            transaction.rollback()
+            raise
+        _commit(transaction)
+        return result
 
     def _dispose(self) -> None:
         with self._lock:
@@ -97,20 +134,7 @@ class SqliteWriteTransactor(ThreadTransactor):
 
     def __init__(self, engine: Engine, *, name: str = "rolecall-writer") -> None:
         super().__init__(engine, threads=1, name=name)
-        self._on_loop: Connection | None = None
         self._committing: asyncio.Future[None] | None = None
-
-    def _loop_connection(self) -> Connection:
-        connection = self._on_loop
-        if connection is None or connection.closed or connection.invalidated:
-            connection = self._on_loop = self._engine.connect()
-            # Never wait on the loop (straight to the driver: no SQLAlchemy transaction begins).
-            driver = connection.connection.driver_connection
-            assert driver is not None
-            driver.execute("PRAGMA busy_timeout=0")
-            with self._lock:
-                self._connections.append(connection)
-        return connection
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
         if self._committing is not None:
@@ -143,6 +167,9 @@ class SqliteWriteTransactor(ThreadTransactor):
             await asyncio.gather(self._committing, return_exceptions=True)
         await super().close()
 
+    async def transact_brief(self, work: Callable[[Connection], R]) -> R:
+        return await self.transact(work)
+
 
 def _commit(transaction: RootTransaction) -> None:
     try:
@@ -170,6 +197,9 @@ class AsyncTransactor:
     async def transact(self, work: Callable[[Connection], R]) -> R:
         async with self._engine.begin() as connection:
             return await connection.run_sync(work)
+
+    async def transact_brief(self, work: Callable[[Connection], R]) -> R:
+        return await self.transact(work)
 
     async def close(self) -> None:
         await self._engine.dispose()

@@ -95,17 +95,18 @@ class RunState:
     last_turn: int
     changed: bool = False
 
-    def to_params(self, now: int) -> dict[str, Any]:
-        return {
-            "b_id": self.id,
-            "b_cursor": self.cursor,
-            "b_task_cursor": self.task_cursor,
-            "b_status": self.status,
-            "b_failures": self.failures,
-            "b_last_error": self.last_error,
-            "b_last_turn": self.last_turn,
-            "b_now": now,
-        }
+    def to_params(self, now: int) -> tuple[Any, ...]:
+        """The row of `_UPDATE_RUNS`."""
+        return (
+            self.cursor,
+            self.task_cursor,
+            self.status,
+            self.failures,
+            self.last_error,
+            self.last_turn,
+            now,
+            self.id,
+        )
 
 
 EventType = type[Message] | type[StateChange] | type[Retraction] | type[SystemNote]
@@ -133,7 +134,8 @@ class Batch:
         self.runs: dict[str, RunState] = {}
         self.task_events: list[TaskEvent] = []
         """Task events this batch appended (for the after-commit listeners)."""
-        self.rows_after: dict[Table, list[Callable[[], dict[str, Any]]]] = {}
+        self.rows_after: dict[tuple[Table, tuple[str, ...]], list[Callable[[], tuple[Any, ...]]]]
+        self.rows_after = {}
         """Rows to insert once the staged events have their ids (one executemany per table)."""
 
     def load(self, thread_ids: Sequence[ThreadId]) -> None:
@@ -163,18 +165,16 @@ class Batch:
     def load_runs(self, run_ids: Sequence[str]) -> None:
         """Read the rows of these runs (one query); a command's threads are locked first."""
         wanted = sorted(set(run_ids) - set(self.runs))
-        if not wanted:
-            return
-        for row in self.connection.execute(_LOAD_RUNS, {"ids": wanted}):
-            self.runs[row.id] = RunState(
-                id=row.id,
-                cursor=row.cursor,
-                task_cursor=row.task_cursor,
-                status=row.status,
-                failures=row.failures,
-                last_error=row.last_error,
-                last_turn=row.last_turn,
-            )
+        for start in range(0, len(wanted), _LOAD_MOST):
+            ids = wanted[start : start + _LOAD_MOST]
+            size = 1 << (len(ids) - 1).bit_length()  # padded as in `load`
+            ids += ids[-1:] * (size - len(ids))
+            for row in _load_runs(size).execute(self.connection, tuple(ids)):
+                run_id, cursor, task_cursor, status, failures, error, turn = tuple(row)
+                if run_id not in self.runs:
+                    self.runs[run_id] = RunState(
+                        run_id, cursor, task_cursor, status, failures, error, turn
+                    )
 
     def run(self, run_id: str) -> RunState:
         self.load_runs([run_id])
@@ -235,13 +235,16 @@ class Batch:
                 [{"b_id": i, "b_address": a, "b_state": s.value} for i, a, s in changed],
             )
         if runs := [r.to_params(self.now) for r in self.runs.values() if r.changed]:
-            self.connection.execute(_UPDATE_RUNS, runs)
-        for table, rows in self.rows_after.items():
-            self.connection.execute(_insert_into(table), [row() for row in rows])
+            _UPDATE_RUNS.execute(self.connection, runs)
+        for (table, columns), rows in self.rows_after.items():
+            _insert_into(table, columns).execute(self.connection, [row() for row in rows])
 
-    def insert_after_flush(self, table: Table, row: Callable[[], dict[str, Any]]) -> None:
-        """Insert `row()` into `table` once the staged events exist (it may refer to them)."""
-        self.rows_after.setdefault(table, []).append(row)
+    def insert_after_flush(
+        self, table: Table, columns: tuple[str, ...], row: Callable[[], tuple[Any, ...]]
+    ) -> None:
+        """Insert `row()` (its values in `columns` order) into `table` once the staged events
+        exist (it may refer to them); one executemany per table and columns."""
+        self.rows_after.setdefault((table, columns), []).append(row)
 
 
 class DriverStatement:
@@ -370,16 +373,25 @@ _SET_POLICY = (
     .values(memory_thread_only=bindparam("b_thread_only"))
 )
 _r = schema.runs
-_LOAD_RUNS = select(
-    _r.c.id,
-    _r.c.cursor,
-    _r.c.task_cursor,
-    _r.c.status,
-    _r.c.failures,
-    _r.c.last_error,
-    _r.c.last_turn,
-).where(_r.c.id.in_(bindparam("ids", expanding=True)))
-_UPDATE_RUNS = (
+
+
+@functools.cache
+def _load_runs(size: int) -> DriverStatement:
+    """The rows of `size` runs, in `RunState`'s field order (ids may repeat)."""
+    ids = [bindparam(f"id_{j}", type_=_r.c.id.type) for j in range(size)]
+    statement = select(
+        _r.c.id,
+        _r.c.cursor,
+        _r.c.task_cursor,
+        _r.c.status,
+        _r.c.failures,
+        _r.c.last_error,
+        _r.c.last_turn,
+    ).where(_r.c.id.in_(ids))
+    return DriverStatement(statement, [f"id_{j}" for j in range(size)])
+
+
+_UPDATE_RUNS = DriverStatement(
     update(_r)
     .where(_r.c.id == bindparam("b_id"))
     .values(
@@ -390,7 +402,17 @@ _UPDATE_RUNS = (
         last_error=bindparam("b_last_error"),
         last_turn=bindparam("b_last_turn"),
         updated_at=bindparam("b_now"),
-    )
+    ),
+    [
+        "b_cursor",
+        "b_task_cursor",
+        "b_status",
+        "b_failures",
+        "b_last_error",
+        "b_last_turn",
+        "b_now",
+        "b_id",
+    ],
 )
 _SET_STATES = (
     update(_p)
@@ -399,15 +421,13 @@ _SET_STATES = (
 )
 
 
-_INSERTS: dict[str, Any] = {}
-
-
-def _insert_into(table: Table) -> Any:
-    """The table's INSERT statement, built once."""
-    statement = _INSERTS.get(table.name)
-    if statement is None:
-        statement = _INSERTS[table.name] = table.insert()
-    return statement
+@functools.cache
+def _insert_into(table: Table, columns: tuple[str, ...]) -> DriverStatement:
+    """INSERT INTO table (columns…), built once."""
+    statement = table.insert().values(
+        {c: bindparam(f"v_{c}", type_=table.c[c].type) for c in columns}
+    )
+    return DriverStatement(statement, [f"v_{c}" for c in columns])
 
 
 @dataclass(slots=True)
