@@ -32,6 +32,7 @@ from core.participants import Address
 from core.storage import schema
 from core.storage.repository import EventPage, ThreadPage, TimelinePage
 from core.storage.rows import event_from_row, from_micros
+from core.storage.statements import DriverStatement
 from core.threads import Thread
 from core.timeline import AnyEvent, EventKind, StateChange, ThreadId
 from core.visibility import blackouts
@@ -89,11 +90,12 @@ _RANGE = select(_e, RETRACTED).where(
 _OLDEST_FIRST = _RANGE.order_by(_e.c.seq).limit(bindparam("limit"))
 _NEWEST_FIRST = _RANGE.order_by(_e.c.seq.desc()).limit(bindparam("limit"))
 NO_END = 2**62
-_SINCE = (
+_SINCE = DriverStatement(
     select(_e, RETRACTED)
     .where(_e.c.position > bindparam("position"))
     .order_by(_e.c.position)
-    .limit(bindparam("limit"))
+    .limit(bindparam("limit")),
+    ["position", "limit"],
 )
 _ARCHIVE_BEFORE = select(_t.c.archive_before).where(_t.c.id == bindparam("thread_id"))
 _HEAD = select(schema.stream_positions.c.value).where(
@@ -239,10 +241,8 @@ def backward(
 
 
 def since(conn: Connection, position: int, limit: int) -> EventPage:
-    rows = conn.execute(_SINCE, {"position": position, "limit": limit}).all()
-    return EventPage(
-        events=[event_of(row) for row in rows], next=rows[-1].position if rows else position
-    )
+    events = [event_of(row) for row in _SINCE.rows(conn, (position, limit))]
+    return EventPage(events=events, next=events[-1].position if events else position)
 
 
 def head(conn: Connection) -> int:
@@ -262,6 +262,6 @@ def _range(
     return conn.execute(query, {**params, "limit": wanted + 1}).all()
 
 
-def event_of(row: Any) -> AnyEvent:
+def event_of(row: Sequence[Any]) -> AnyEvent:
     """An event from a row of `select(events, retracted)`."""
-    return event_from_row(row[:-1], retracted=row.retracted)
+    return event_from_row(row[:-1], retracted=row[-1])

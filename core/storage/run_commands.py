@@ -33,8 +33,9 @@ from core.storage import schema
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.run_reads import conversation_run, run, task_run
+from core.storage.statements import DriverStatement
 from core.storage.task_store import comment_as
-from core.storage.writer import Batch, DriverStatement, RunState
+from core.storage.writer import Batch, RunState
 from core.tasks import Actor, ActorKind, TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, SystemNote, ThreadId
 

@@ -30,6 +30,7 @@ from core.runs.run import (
 from core.storage import reads, schema, subscriptions, task_store
 from core.storage.repository import TimelinePage
 from core.storage.rows import from_micros
+from core.storage.statements import DriverStatement
 from core.storage.subscriptions import TaskNews
 from core.tasks import Task, TaskEvent
 from core.timeline import EventId, EventKind, ThreadId
@@ -192,7 +193,9 @@ _past = (
     .limit(bindparam("limit"))
     .subquery("past")
 )
-_NEWS = union_all(select(_own), select(_past))
+_NEWS = DriverStatement(
+    union_all(select(_own), select(_past)), ["thread_id", "viewer", "after", "limit"]
+)
 
 
 def news(
@@ -200,9 +203,7 @@ def news(
 ) -> TimelinePage:
     """The events past `after` that `viewer` (a member) may see, oldest first, at most `limit`
     read; `next` is the last `seq` read, seen or not."""
-    rows = conn.execute(
-        _NEWS, {"thread_id": thread_id, "viewer": viewer, "after": after, "limit": limit + 1}
-    ).all()
+    rows = _NEWS.rows(conn, (thread_id, viewer, after, limit + 1))
     events = sorted((reads.event_of(row) for row in rows), key=lambda e: e.seq)
     windows = blackouts(own_changes(viewer, events))
     read = [e for e in events if e.seq > after]

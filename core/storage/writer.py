@@ -22,17 +22,13 @@ import asyncio
 import contextlib
 import functools
 import logging
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Table, bindparam, select, update
-from sqlalchemy.engine import Dialect
+from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.compiler import SQLCompiler
 
 from core.errors import NotFound, RolecallError
 from core.membership import ParticipantState
@@ -41,6 +37,7 @@ from core.participants import Address
 from core.storage import schema
 from core.storage.ids import new_id
 from core.storage.rows import EVENT_COLUMNS, event_values, from_micros, to_micros
+from core.storage.statements import DriverStatement
 from core.storage.transact import Transactor
 from core.tasks import TaskEvent
 from core.threads import Thread
@@ -148,7 +145,7 @@ class Batch:
             # Padded to a power of two with the last id again, so few sizes are ever compiled.
             size = 1 << (len(ids) - 1).bit_length()
             ids += ids[-1:] * (size - len(ids))
-            rows += _load_threads(size).execute(self.connection, tuple(ids)).fetchall()
+            rows += _load_threads(size).rows(self.connection, tuple(ids))
         for thread_id, created_at, thread_only, last_seq, last_at, address, state in rows:
             thread = self.threads.get(thread_id)
             if thread is None:
@@ -169,8 +166,8 @@ class Batch:
             ids = wanted[start : start + _LOAD_MOST]
             size = 1 << (len(ids) - 1).bit_length()  # padded as in `load`
             ids += ids[-1:] * (size - len(ids))
-            for row in _load_runs(size).execute(self.connection, tuple(ids)):
-                run_id, cursor, task_cursor, status, failures, error, turn = tuple(row)
+            for row in _load_runs(size).rows(self.connection, tuple(ids)):
+                run_id, cursor, task_cursor, status, failures, error, turn = row
                 if run_id not in self.runs:
                     self.runs[run_id] = RunState(
                         run_id, cursor, task_cursor, status, failures, error, turn
@@ -203,7 +200,7 @@ class Batch:
         """Write what was staged: positions from the counter, events, thread and member rows."""
         if self.staged:
             count = len(self.staged)
-            end = _ADVANCE.execute(self.connection, (count,)).scalar_one()
+            end = _ADVANCE.scalar(self.connection, (count,))
             position = end - count
             committed: list[AnyEvent] = []
             for kind, fields, thread_id, seq, at in self.staged:
@@ -245,81 +242,6 @@ class Batch:
         """Insert `row()` (its values in `columns` order) into `table` once the staged events
         exist (it may refer to them); one executemany per table and columns."""
         self.rows_after.setdefault((table, columns), []).append(row)
-
-
-class DriverStatement:
-    """A statement of every batch, compiled once per dialect to the driver's own SQL and run
-    through `exec_driver_sql` with plain rows of values, in the order of `names`.
-
-    SQLAlchemy then neither looks the statement up in its compiled cache nor builds and processes
-    a parameter dictionary per row, which is most of what an `executemany` of a batch's rows
-    costs. The values still pass the bind processors of their types (JSON, say), as they would
-    through `Connection.execute`, and errors are wrapped in `DBAPIError` all the same.
-    """
-
-    def __init__(self, statement: ClauseElement, names: Sequence[str]) -> None:
-        self._statement = statement
-        self._names = tuple(names)
-        self._compiled: weakref.WeakKeyDictionary[Dialect, _Compiled] = weakref.WeakKeyDictionary()
-
-    def execute(
-        self, connection: Connection, rows: tuple[Any, ...] | list[tuple[Any, ...]]
-    ) -> CursorResult[Any]:
-        """One row (a tuple), or many (a list of tuples: an executemany)."""
-        dialect = connection.dialect
-        compiled = self._compiled.get(dialect)
-        if compiled is None:
-            compiled = self._compiled[dialect] = _Compiled.of(self._statement, self._names, dialect)
-        if compiled.convert is not None:
-            rows = (
-                [compiled.convert(r) for r in rows]
-                if isinstance(rows, list)
-                else compiled.convert(rows)
-            )
-        return connection.exec_driver_sql(compiled.sql, rows)
-
-
-@dataclass(frozen=True, slots=True)
-class _Compiled:
-    sql: str
-    convert: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
-    """From a row in the statement's `names` order to the driver's parameters (None: as is)."""
-
-    @classmethod
-    def of(cls, statement: ClauseElement, names: tuple[str, ...], dialect: Dialect) -> _Compiled:
-        compiled = statement.compile(dialect=dialect)
-        if not isinstance(compiled, SQLCompiler) or compiled.positiontup is None:
-            raise ValueError(f"{dialect.name}: DriverStatement needs a positional paramstyle")
-        order = compiled.positiontup
-        processors = [
-            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-            for name in order
-        ]
-        if list(order) != list(names):  # reordered, or values fixed in the statement itself
-            fixed = compiled.params
-            steps = [
-                (names.index(name) if name in names else None, fixed.get(name), p)
-                for name, p in zip(order, processors, strict=True)
-            ]
-
-            def rebuild(row: tuple[Any, ...]) -> tuple[Any, ...]:
-                values = []
-                for i, value, p in steps:
-                    v = value if i is None else row[i]
-                    values.append(v if p is None else p(v))
-                return tuple(values)
-
-            return cls(compiled.string, rebuild)
-        if not (processed := [(i, p) for i, p in enumerate(processors) if p is not None]):
-            return cls(compiled.string, None)
-
-        def process(row: tuple[Any, ...]) -> tuple[Any, ...]:
-            values = list(row)
-            for i, p in processed:
-                values[i] = p(values[i])
-            return tuple(values)
-
-        return cls(compiled.string, process)
 
 
 # The statements of a batch, built once.
