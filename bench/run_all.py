@@ -82,47 +82,43 @@ WEBHOOKS_HEADING = "## Webhooks: signed deliveries in, committed events out"
 ACP_HEADING = "## ACP agents that sleep and wake"
 
 WHERE_THE_TIME_GOES = """\
-Where the time goes. On two cores the load generator takes most of one; the server is one
-Python process whose threads share one interpreter lock, so its throughput is its CPU time per
-message. "aiohttp alone" is the floor any aiohttp handler pays per request on this machine. The
-gateway adds, per message: the operator-token check, strict JSON validation, request id, metrics
-and the access-log decision (roughly half as much again as aiohttp itself, measured with the
-repository replaced by a stub), and its share of a group-commit batch — one transaction per
-batch that loads the batch's threads and members, takes positions from the counter row, inserts
-the events and advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL).
-The batch runs in the writer's own thread on stdlib sqlite3 and competes with the event loop for
-the interpreter lock. Batches hold about as many messages as there are clients waiting (about
-16 of 32 here). The batch's statements are compiled once per database and run with plain rows
-of values (SQLAlchemy no longer looks each up or builds a parameter dictionary per row); the
-request's JSON is decoded by one shared decoder and its answer built in one go. This machine's
-speed varies from run to run by a third or more (other virtual machines share its host): the
-same build measured between about 2,900 and 5,100 messages/s in one afternoon, so the ratios to
-the ceilings, measured minutes apart, say more than any one rate."""
+Where the time goes. On two cores the load generator takes part of one; the server is one Python
+process whose threads share one interpreter lock, so its throughput is its CPU time per message.
+"aiohttp alone" is the floor any aiohttp handler pays per request on this machine. The gateway
+adds, per message: the operator-token check, strict JSON validation, request id, metrics and the
+access-log decision, and its share of a group-commit batch — one transaction per batch that
+loads the batch's threads and members, takes positions from the counter row, inserts the events
+and advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL). Batches hold
+about as many messages as there are clients waiting (about 16 of 32 here). The batch's
+statements run on the event loop itself, compiled once per database and handed to the driver's
+cursor with plain rows of values; only the COMMIT goes to the writer's thread, where the fsync
+waits on the disk without holding the interpreter lock. Until this run the whole batch ran in
+that thread, and each of its statements fought the event loop for the lock: on this machine the
+gateway then ingested about 3,400 messages/s at about 280 µs of server CPU per message, against
+about 4,700 to 5,300 at about 200 to 215 µs now (measured alternately, minutes apart). This
+machine's speed varies from run to run by a fifth or more (other virtual machines share its
+host), so the ratios to the ceilings, measured minutes apart, say more than any one rate."""
 
 
 ROUNDTRIP_WHERE_THE_TIME_GOES = """\
-Where the time goes. A round trip is far more work for the gateway than an ingested message:
-the person message's HTTP request and its share of a write batch; the run host's nudge (from
-the writer's after-commit callback, no read); the run's read of its news (one statement in a
-reader thread, in one hop with the other runs reading in the same loop iteration); the echo turn
-itself (in process, next to nothing); the end of the turn, which commits the reply with the
-run's cursor and the turn's record in the next write batch; and the listener's long-poll
-requests that carry both events out as JSON. That is two commits, one run read and two event
-reads per round trip, each a hop to a database thread, all sharing one interpreter lock. With
-one message outstanding per poster, the rate is the posters over the round trip's latency, and
-the latency is mostly waiting: for the write batch in flight before one's own (twice), and for
-turns of the event loop — each hop from one task to another waits for every callback already
-queued, about a millisecond or two under this load (measured with timestamps at each step, not
-part of this run: a committed person message reached its turn's start in about 7 ms at p50, of
-which the read itself took under 1 ms). Three changes made since the previous report cut both
-the CPU and the tail: statements that named an event kind as a bound parameter (`kind = ?`) made
-SQLite prepare them again at every execution to decide whether a partial index applied (a run's
-news read cost about 200 µs, now about 35 µs; every timeline read gained too); the garbage
-collector walked some 200,000 objects made at start-up in every full collection, 30 to 230 ms
-during which every request waited (p99 of a round trip was about 170 ms) — `rolecall serve` now
-freezes them once started (`gc.freeze`), and a full collection takes about 3 ms; and a
-committed message now nudges its runs at once and a read starts without an extra hop, two turns
-of the event loop fewer per round trip."""
+Where the time goes. A round trip is far more work for the gateway than an ingested message: the
+person message's HTTP request and its share of a write batch; the run host's nudge (from the
+writer's after-commit callback, no read); the run's read of its news (one statement, in one read
+with the other runs reading in the same loop iteration); the echo turn itself (in process, next
+to nothing); the end of the turn, which commits the reply with the run's cursor and the turn's
+record in the next write batch; and the listener's long-poll requests that carry both events out
+as JSON. That is two commits, one run read and two event reads per round trip. With one message
+outstanding per poster, the rate is the posters over the round trip's latency, and with the
+server's one interpreter lock busy all the time, the latency is its CPU per round trip times the
+posters. What changed in this run: the write batches' statements, the run's news read and the
+event stream's pages run on the event loop (bounded reads by index, and statements that take
+microseconds, cost less there than the hop to a database thread and the fight for the
+interpreter lock that came with it; only the COMMIT's fsync still waits in the writer's thread,
+and work that finds the file locked by another process goes to a thread instead of blocking the
+loop); and the hot statements run on the driver's cursor, compiled once, without SQLAlchemy's
+per-execution work (its bind and result processing is kept). Measured alternately on this
+machine, minutes apart: about 780 to 1,050 round trips/s at 1,020 to 1,380 µs of server CPU per
+round trip before, about 1,100 to 1,500 at 690 to 970 µs after; the spread is the machine's."""
 
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
@@ -133,27 +129,27 @@ session here is tiny (its state is a few fields), so the awake/asleep difference
 a session and its run costs the host, not what an agent with real context would cost."""
 
 WEBHOOKS_WHERE_THE_TIME_GOES = """\
-Where the time goes (read from the code and the CPU counters above; not profiled). Inbound:
-each delivery is one unit of work in the gateway's group-commit writer (`ReceiveDelivery`,
-core/storage/webhook_store.py), run in the writer's thread under the interpreter lock the event
-loop needs too: about ten SQL statements built with SQLAlchemy Core (the delivery id looked up,
-the item's lock, its task read, the delivery recorded, the task created or not, the comment's
-event with its position and the task's counters, the task read back for the answer), then the
-answer's JSON with the task and its events; the signature check itself is the ceiling's cost.
-The server CPU per request in the table is what one delivery costs, so the gateway acknowledges
-at most about one core divided by it; when the offered rate is above that, the open load queues
-and the time to the 2xx is mostly the client lag (a delivery waiting for a free connection),
-not the gateway's time per request. Outbound: each endpoint's worker sends one request at a
-time and, after each 2xx, writes its cursor with the attempt (`endpoints.record`: a unit of a
-write batch, a commit with an fsync) before it sends the next; the ten workers' records share
-batches, but every event of every endpoint waits for its own commit. All endpoints together
-are then bound by the gateway's CPU per delivery (the page read, the body's JSON, the
-signature, aiohttp's client request, the record) on one interpreter, which is why they drain
-in step, and why the flapping endpoint, whose backoff leaves the others more of it, finishes
-barely after them. The bare sender pays only the request (and its share of the receivers'
-process). When other processes used a core of their own, as the CPU figures above say, the
-gateway got less than a core: the absolute rates then understate it, the CPU per request and
-per delivery less so."""
+Where the time goes (read from the code and the CPU counters above; not profiled). Inbound: each
+delivery is one unit of work in the gateway's group-commit writer (`ReceiveDelivery`,
+core/storage/webhook_store.py), run on the event loop like every write batch's statements (only
+the COMMIT waits in the writer's thread): about ten SQL statements built with SQLAlchemy Core
+(the delivery id looked up, the item's lock, its task read, the delivery recorded, the task
+created or not, the comment's event with its position and the task's counters, the task read
+back for the answer), then the answer's JSON with the task and its events; the signature check
+itself is the ceiling's cost. The server CPU per request in the table is what one delivery
+costs, so the gateway acknowledges at most about one core divided by it; when the offered rate
+is above that, the open load queues and the time to the 2xx is mostly the client lag (a delivery
+waiting for a free connection), not the gateway's time per request. Outbound: each endpoint's
+worker sends one request at a time and, after each 2xx, writes its cursor with the attempt
+(`endpoints.record`: a unit of a write batch, a commit with an fsync) before it sends the next;
+the ten workers' records share batches, but every event of every endpoint waits for its own
+commit. All endpoints together are then bound by the gateway's CPU per delivery (the page read,
+the body's JSON, the signature, aiohttp's client request, the record) on one interpreter, which
+is why they drain in step, and why the flapping endpoint, whose backoff leaves the others more
+of it, finishes barely after them. The bare sender pays only the request (and its share of the
+receivers' process). When other processes used a core of their own, as the CPU figures above
+say, the gateway got less than a core: the absolute rates then understate it, the CPU per
+request and per delivery less so."""
 
 
 def _row(name: str, result: Latency) -> str:
@@ -763,7 +759,8 @@ def _fanout_section(result: fanout.Result, *, measured: str = "") -> list[str]:
             f"reads the task's {count:,} subscribers and nudges each of their runs; the "
             f"first run is prompted about {task_first:,.0f} ms after the commit. From then on "
             f"the fan-out is {count:,} turns queued for {result.limits.slots} slots, at about "
-            f"{task_rate:,.0f} runs a second: each turn is one read in a reader thread (the "
+            f"{task_rate:,.0f} runs a second: each turn is one read on the event loop, shared "
+            "with the other runs reading in the same loop iteration (the "
             "thread's news past the cursor, and the task news past the task cursor — a "
             "statement joining task events, subscriptions and tasks, each row decoded into the "
             "task and its event), the agent's call in the event loop, and the turn's end (the "
@@ -772,11 +769,7 @@ def _fanout_section(result: fanout.Result, *, measured: str = "") -> list[str]:
             f"interpreter lock: it used {cores:.1f} cores on average during the task rounds, "
             f"{task_cpu:,.0f} µs of CPU per prompt. A message turn does the same without the "
             f"task-news read, plus its share of the {count:,} messages' commits before it and "
-            "its reply's commit after it. A sampling profile (py-spy, ten task "
-            "rounds; not part of this run) found the lock held by the reader threads about "
-            "half of the time it was held, by the event loop a third and by the writer a fifth; "
-            "the task-news statement and decoding its rows were about a third of the readers' "
-            "share."
+            "its reply's commit after it."
         ),
         "",
     ]
