@@ -123,10 +123,11 @@ round trip before, about 1,100 to 1,500 at 690 to 970 µs after; the spread is t
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
 host's cache of each thread's role members (one small entry per thread that has had a message,
-up to 100,000), SQLite's page caches (the writer's connection and four readers', up to 2 MiB
-each by default), and the memory Python's allocator keeps after objects are freed. Every echo
-session here is tiny (its state is a few fields), so the awake/asleep difference is what holding
-a session and its run costs the host, not what an agent with real context would cost."""
+up to 100,000), SQLite's page caches (the writer's connection, the four reader threads' and the
+event loop's, up to 2 MiB each by default), and the memory Python's allocator keeps after
+objects are freed. Every echo session here is tiny (its state is a few fields), so the
+awake/asleep difference is what holding a session and its run costs the host, not what an agent
+with real context would cost."""
 
 WEBHOOKS_WHERE_THE_TIME_GOES = """\
 Where the time goes (read from the code and the CPU counters above; not profiled). Inbound: each
@@ -392,9 +393,9 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
             + (
                 ""
                 if _meets(warm)
-                else " Reaching the target would take less CPU per round trip — most of it is "
-                "the two write batches and the HTTP requests — and fewer hops between tasks and "
-                "threads per turn, each of which waits its turn on a busy event loop."
+                else " Reaching the target would take less CPU per round trip: it is spread over "
+                "the two HTTP requests' share, the two write batches, the run's read and the "
+                "turn's own bookkeeping (its record, metrics and tasks), all on one event loop."
             )
         ),
         "",
@@ -1272,7 +1273,17 @@ def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
             "while they start its own steps wait for the CPU too: the median message waited "
             f"{first.stages.get('queued', 0):,.1f} s in first contact and "
             f"{wake.stages.get('queued', 0):,.1f} s waking before its turn started (routing "
-            "and the run's read, a moment of CPU each), and the spawns come late. In CPU the "
+            "and the run's read, a moment of CPU each), and the spawns come late. Since the "
+            "write batches' statements and the turns' reads moved onto the event loop (for "
+            "the round trips' sake), nearly all of the gateway's work is one thread's, which "
+            "here gets one share of the CPU among the agents' hundreds of threads where two "
+            "used to share the work: measured on one machine minutes apart (2026-11-30), the "
+            "gateway's "
+            "steps around a first-contact turn (the prompt reaching the agent, the answer to "
+            "the turn's end, the reply's commit) took about 0.4, 0.2 and 0.4 s at p50 before "
+            "that change and 2.0, 2.3 and 1.2 s after, the whole first-contact pass 179 s "
+            "against 212 to 225 s; warm turns took about as long (commit to reply 4.9 ms at "
+            "p50 before, 5.1 to 5.7 ms after). In CPU the "
             f"gateway's part is small: {_cpu_ms(first.gateway_cpu, first.sent)} ms a turn in "
             f"first contact (the warm turns among them), "
             f"{_cpu_ms(wake.gateway_cpu, wake.sent)} waking, against "
