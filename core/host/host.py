@@ -419,13 +419,22 @@ class RunHost:
         live = self._by_run.get(run_id)
         return live is not None and live.attempt is not None
 
-    async def cancel(self, run_id: RunId, *, wait: float = 5.0) -> bool:
-        """Stop the run's running turn at once. False when no turn was running here."""
+    def stop_turn(self, run_id: RunId) -> LiveRun | None:
+        """Tell the run's running turn to stop, without waiting for it: its attempt is
+        cancelled, and a turn between attempts (one just ended, the next not begun) begins no
+        other. The run, or None when no turn of it was running here."""
         live = self._by_run.get(run_id)
         if live is None or live.attempt is None:
-            return False
+            return None
         live.cancel_requested = True
         live.attempt.cancel()
+        return live
+
+    async def cancel(self, run_id: RunId, *, wait: float = 5.0) -> bool:
+        """Stop the run's running turn at once. False when no turn was running here."""
+        live = self.stop_turn(run_id)
+        if live is None:
+            return False
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait):
                 await live.turn_ended.wait()

@@ -223,6 +223,11 @@ class TurnTaker:
         tried = Tried()
         told: list[Prompt] = []
         for number in range(self._limits.attempts):
+            if live.cancel_requested:  # cancelled as one attempt ended, before the next began
+                tried.attempts.append(self._attempt_record([], "cancelled by an operator"))
+                tried.cancelled = True
+                await self._sessions.close(live)
+                return tried
             delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
             began: list[datetime] = []
             try:

@@ -159,6 +159,44 @@ async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make
         assert agent.attempts == 1  # no attempt after the cancel
 
 
+async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_scene):
+    """The moment between attempts: the failed attempt's task is done, the turn has not yet
+    moved on to its backoff. A stop asked for then (here by the agent itself, just before its
+    second attempt fails: the request runs right after the attempt's task ends) must still end
+    the turn — no third attempt."""
+    stop: list[object] = []
+
+    class StopsAsItFails(BuiltinAgent):
+        attempts: ClassVar[int] = 0
+
+        async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+            type(self).attempts += 1
+            if type(self).attempts == 2:
+                host, run_id = stop
+                asyncio.get_running_loop().call_soon(host.stop_turn, run_id)
+            raise AgentError(f"model endpoint said no (attempt {type(self).attempts})")
+            yield Reply("never")  # an async generator, like every agent's turn
+
+    limits = HostLimits(attempts=3, backoff=0.2)
+    agents = {"stopper": StopsAsItFails}
+    async with make_scene([role("stopper")], agents=agents, limits=limits) as scene:
+        thread = await scene.conversation("person:ann", "role:stopper")
+        await scene.say(thread, "person:ann", "hello")
+        run = await scene.run_of(thread)
+        stop.extend([scene.host, run.id])
+
+        async def ended() -> list[object]:
+            return list(await scene.db.runs.turns(run.id))
+
+        [turn] = await eventually(ended)
+        assert turn.outcome is TurnOutcome.CANCELLED
+        errors = [a.error or "" for a in turn.attempts]
+        assert len(errors) == 3, errors
+        assert "attempt 1" in errors[0] and "attempt 2" in errors[1]
+        assert errors[2] == "cancelled by an operator"
+        assert StopsAsItFails.attempts == 2  # no attempt after the stop
+
+
 async def test_a_reply_being_written_is_drafted_and_an_attempt_that_fails_abandons_it(make_scene):
     from core.host.drafts import Draft, DraftKind
     from core.runtimes.base import ReplyChunk
