@@ -137,8 +137,8 @@ class SqliteWriteTransactor(ThreadTransactor):
         self._committing: asyncio.Future[None] | None = None
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
-        if self._committing is not None:
-            await asyncio.shield(self._committing)
+        if self._committing is not None:  # its caller went away before it ended; wait for it
+            await asyncio.wait([self._committing])  # (its outcome was that caller's)
         connection = self._loop_connection()
         try:
             transaction = connection.begin()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from core.participants import ParticipantSet, parse_address
@@ -158,5 +160,34 @@ async def test_a_batch_refused_at_commit_answers_its_caller_and_the_writer_goes_
         assert message.seq == 1
         page = await db.threads.timeline(thread.id)
         assert [e.id for e in page.events] == [message.id]
+    finally:
+        await db.close()
+
+
+async def test_a_commit_whose_caller_went_away_is_waited_for_but_not_blamed_on_the_next(
+    tmp_path: Path,
+) -> None:
+    """A caller cancelled while its COMMIT runs in the writer's thread: the next transaction
+    waits for that COMMIT to end (one transaction at a time on the connection), and its refusal
+    is not raised to the next caller."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'rolecall.db'}"
+    await upgrade_schema(url)
+    db = await open_database(url)
+    try:
+        transactor = db._writes
+        assert isinstance(transactor, SqliteWriteTransactor)
+
+        def orphan(c: Connection) -> None:
+            InsertOrphanAtCommit().apply(Batch(c, 0))
+
+        first = asyncio.ensure_future(transactor.transact(orphan))
+        await asyncio.sleep(0)  # its statements ran; its COMMIT is in the writer's thread
+        first.cancel()
+        counted = await transactor.transact(
+            lambda c: c.exec_driver_sql("SELECT count(*) FROM thread_participants").scalar_one()
+        )
+        assert counted == 0  # the refused COMMIT left nothing
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
     finally:
         await db.close()
