@@ -133,7 +133,8 @@ class Batch:
         """Task events this batch appended (for the after-commit listeners)."""
         self.rows_after: dict[tuple[Table, tuple[str, ...]], list[Callable[[], tuple[Any, ...]]]]
         self.rows_after = {}
-        """Rows to insert once the staged events have their ids (one executemany per table)."""
+        """Rows to insert once the staged events have their ids (one executemany per table and
+        columns)."""
 
     def load(self, thread_ids: Sequence[ThreadId]) -> None:
         wanted = sorted(set(thread_ids) - set(self.threads))
