@@ -1,11 +1,11 @@
 """The driver's reads, gathered: runs that want to read in the same turn of the event loop share
-one hop to a reader thread and one snapshot (`SqlRunRepository.turn_inputs`).
+one read and one snapshot (`SqlRunRepository.turn_inputs`).
 
 When a commit nudges many runs at once — a burst of messages, a task change with many watchers —
 their drivers all ask to read within the same loop iteration; one read for all of them costs one
-BEGIN/COMMIT and one thread hop instead of one each. The first to ask starts the read's task,
-which takes every read asked for by the time it first runs — one loop iteration later — so a
-lone read waits no longer than that.
+BEGIN/COMMIT (on PostgreSQL, one connection from the pool) instead of one each. The first to ask
+starts the read's task, which takes every read asked for by the time it first runs — one loop
+iteration later — so a lone read waits no longer than that.
 """
 
 from __future__ import annotations

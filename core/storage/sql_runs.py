@@ -187,8 +187,9 @@ class SqlRunRepository:
     async def turn_inputs(
         self, requests: Sequence[tuple[Run, bool]], *, limit: int, recent: int
     ) -> list[TurnInput | Exception]:
-        """The reads of many turns (`(run, with_tasks)` each) in one snapshot and one hop; a read
-        that fails answers its own request with its error."""
+        """The reads of many turns (`(run, with_tasks)` each) in one snapshot, a brief read (on
+        SQLite it runs on the event loop); a read that fails answers its own request with its
+        error."""
 
         def read_all(c: Connection) -> list[TurnInput | Exception]:
             answers: list[TurnInput | Exception] = []

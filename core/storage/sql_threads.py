@@ -2,7 +2,8 @@
 
 Writes are commands for the group-commit writer (`core.storage.commands`); reads are synchronous
 functions over one connection (`core.storage.reads`), run by a transactor: on SQLite in a small
-pool of threads on stdlib sqlite3 (one hop per read), on PostgreSQL through asyncpg.
+pool of threads on stdlib sqlite3 (one hop per read; the event stream's pages, brief, on the event
+loop), on PostgreSQL through asyncpg (see `core.storage.transact`).
 """
 
 from __future__ import annotations
