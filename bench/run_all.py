@@ -92,12 +92,13 @@ and advances each thread's `seq`, committed with an fsync (WAL, synchronous=FULL
 about as many messages as there are clients waiting (about 16 of 32 here). The batch's
 statements run on the event loop itself, compiled once per database and handed to the driver's
 cursor with plain rows of values; only the COMMIT goes to the writer's thread, where the fsync
-waits on the disk without holding the interpreter lock. Until this run the whole batch ran in
-that thread, and each of its statements fought the event loop for the lock: on this machine the
-gateway then ingested about 3,400 messages/s at about 280 µs of server CPU per message, against
-about 4,700 to 5,300 at about 200 to 215 µs now (measured alternately, minutes apart). This
-machine's speed varies from run to run by a fifth or more (other virtual machines share its
-host), so the ratios to the ceilings, measured minutes apart, say more than any one rate."""
+waits on the disk without holding the interpreter lock. Before that change (2026-11-30) the
+whole batch ran in that thread, and each of its statements fought the event loop for the lock:
+on a machine of this kind the gateway then ingested about 3,400 messages/s at about 280 µs of
+server CPU per message, against about 4,700 to 5,300 at about 200 to 215 µs after it (measured
+alternately, minutes apart). These machines' speed varies from run to run by a fifth or more
+(other virtual machines share their host), so the ratios to the ceilings, measured minutes
+apart, say more than any one rate."""
 
 
 ROUNDTRIP_WHERE_THE_TIME_GOES = """\
@@ -110,15 +111,17 @@ record in the next write batch; and the listener's long-poll requests that carry
 as JSON. That is two commits, one run read and two event reads per round trip. With one message
 outstanding per poster, the rate is the posters over the round trip's latency, and with the
 server's one interpreter lock busy all the time, the latency is its CPU per round trip times the
-posters. What changed in this run: the write batches' statements, the run's news read and the
-event stream's pages run on the event loop (bounded reads by index, and statements that take
-microseconds, cost less there than the hop to a database thread and the fight for the
-interpreter lock that came with it; only the COMMIT's fsync still waits in the writer's thread,
-and work that finds the file locked by another process goes to a thread instead of blocking the
-loop); and the hot statements run on the driver's cursor, compiled once, without SQLAlchemy's
-per-execution work (its bind and result processing is kept). Measured alternately on this
-machine, minutes apart: about 780 to 1,050 round trips/s at 1,020 to 1,380 µs of server CPU per
-round trip before, about 1,100 to 1,500 at 690 to 970 µs after; the spread is the machine's."""
+posters. The write batches' statements, the run's news read and the event stream's pages run on
+the event loop (bounded reads by index, and statements that take microseconds, cost less there
+than the hop to a database thread and the fight for the interpreter lock that came with it; only
+the COMMIT's fsync still waits in the writer's thread, and work that finds the file locked by
+another process goes to a thread instead of blocking the loop); and the hot statements run on
+the driver's cursor, compiled once, without SQLAlchemy's per-execution work (its bind and result
+processing is kept). When that changed (2026-11-30), alternating runs minutes apart on a machine
+of this kind measured about 780 to 1,050 round trips/s at 1,020 to 1,380 µs of server CPU per
+round trip before, about 1,100 to 1,500 at 690 to 970 µs after. That machine was slower (its
+ingest ceilings were about 30% below this run's), and the spread between runs is the
+machines'."""
 
 SLEEP_WHAT_STAYS = """\
 What stays. Asleep, a conversation is rows in the database; the process still holds the run
@@ -330,11 +333,13 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
     ratio = warm.latency.rate / ceiling.latency.rate
     cost = warm.cpu_us_per_round_trip / ceiling.cpu_us_per_message
     verdict = "met" if _meets(warm) else "**not met**"
-    met_at = [t.posters for t in [warm, *result.sweep] if _meets(t)]
+    met_at = [t.posters for t in result.sweep if _meets(t)]
     elsewhere = (
-        f"met at {', '.join(map(str, met_at))} posters"
+        ""
+        if _meets(warm)
+        else f"; met with {', '.join(map(str, met_at))} posters"
         if met_at
-        else "nor with any other number of posters measured"
+        else "; nor with any other number of posters measured"
     )
     sweep = " and ".join(str(t.posters) for t in result.sweep)
     alone = min([warm, *result.sweep], key=lambda t: t.posters)
@@ -378,7 +383,7 @@ def _roundtrip_section(result: roundtrip.Result) -> list[str]:
             f"Round trips/s ÷ ingest-only messages/s: **{ratio:.2f}** (a round trip commits two "
             f"messages, so **{2 * ratio:.2f}** of the ingest rate counted in messages); server "
             f"CPU per round trip ÷ per ingested message: **{cost:.1f}**. Target "
-            f"({ROUNDTRIP_TARGET}), warm with {warm.posters} posters: {verdict}; {elsewhere}."
+            f"({ROUNDTRIP_TARGET}), warm with {warm.posters} posters: {verdict}{elsewhere}."
         ),
         "",
         ROUNDTRIP_WHERE_THE_TIME_GOES,
