@@ -93,6 +93,13 @@ class Source(BaseModel):
     """GitHub only: logins that stand for roles; assigning the issue to one assigns the task
     to the role, unassigning it clears the task's assignee."""
 
+    @property
+    def signs_its_time(self) -> bool:
+        """Whether the signature covers when the delivery was sent (Standard Webhooks: refused
+        five minutes on). Only then may the delivery's receipt go after a while: for the other
+        kinds the receipt is what refuses a captured delivery sent again, however late."""
+        return self.kind is SourceKind.STANDARD
+
     @field_validator("name")
     @classmethod
     def _source_name(cls, value: str) -> str:

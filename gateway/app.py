@@ -11,7 +11,8 @@ and opens the database (closed again on cleanup), and serves:
 
 After the database, the run host starts (`core.host`): it nudges runs with news left from before
 a restart, then answers every committed person message in a thread with a role. On cleanup it
-stops first (running turns are redone on the next start), then the database closes.
+stops first (running turns are redone on the next start), then the database closes. Housekeeping
+(`gateway.housekeeping`) deletes delivery receipts and OAuth states once their time has passed.
 
 Every request passes through one middleware, `request_edge`, which in order: gives the request an
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
@@ -60,6 +61,7 @@ from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
 from gateway.errors import ApiError, translate
+from gateway.housekeeping import add_housekeeping
 from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
 from gateway.roles import ROLES_KEY, configured_roles
@@ -115,6 +117,7 @@ def build_app(
     app[METRICS_KEY] = Metrics()
     app.cleanup_ctx.append(database_lifecycle)
     app.cleanup_ctx.append(host_lifecycle)
+    add_housekeeping(app, settings, sources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", serve_metrics)
     app.add_routes(thread_routes.routes)

@@ -5,6 +5,8 @@ apps without their series colliding. Labels are kept to bounded sets: a request 
 route template it matched (`/api/v1/threads/{id}`, never the raw path; `unmatched` when none did)
 and by its method (`OTHER` for anything outside the standard methods), so no client can mint series.
 
+Housekeeping counts the rows it deletes, by table (`rolecall_records_pruned_total`).
+
 `events appended` is counted from storage's after-commit callback, by event kind; every kind is
 exported from zero so a dashboard sees the series before the first event.
 
@@ -58,6 +60,12 @@ class Metrics:
         # Label lookups cost more than the increments; the series are few, so keep them.
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.host = HostMetrics(self.registry)
+        self.pruned = Counter(
+            "rolecall_records_pruned",
+            "Rows deleted by housekeeping once their time had passed, by table.",
+            ["table"],
+            registry=self.registry,
+        )
         self.widget_streams = Gauge(
             "rolecall_widget_streams",
             "Widget event streams (Server-Sent Events) open now.",

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     """Failed attempts in a row that park an endpoint until an operator replays it."""
     endpoints_timeout: float = Field(default=10.0, gt=0, le=300)
     """Seconds an endpoint has to answer one delivery."""
+    receipt_days: float = Field(default=7.0, gt=0, le=3650)
+    """Days a delivery receipt (a Slack event id, a webhook delivery id) is kept to recognise
+    the same delivery made again; after that, housekeeping deletes it."""
+    housekeeping_every: float = Field(default=3600.0, ge=1, le=86_400)
+    """Seconds between two housekeeping passes."""
 
     @field_validator("database_url")
     @classmethod

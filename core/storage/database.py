@@ -9,6 +9,7 @@
     db.people    # persons, their channel identities, link codes and merges
     db.endpoints # outbound webhook endpoints, their cursors, and the task-event stream
     db.webhooks  # inbound webhook deliveries, each recorded with what it did
+    db.housekeeping  # deletes delivery receipts and OAuth states once their time has passed
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer nudges the bus with
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from core.bus import CommittedEvents
 from core.storage.endpoint_store import SqlEndpointRepository
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
+from core.storage.housekeeping import SqlHousekeeping
 from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
 from core.storage.people import SqlPeopleRepository
@@ -67,6 +69,7 @@ class Database:
     slack: SqlSlackRepository
     endpoints: SqlEndpointRepository
     webhooks: SqlWebhookRepository
+    housekeeping: SqlHousekeeping
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -121,6 +124,7 @@ async def open_database(
         slack=SqlSlackRepository(reads, writer),
         endpoints=SqlEndpointRepository(reads, writer),
         webhooks=SqlWebhookRepository(reads, writer),
+        housekeeping=SqlHousekeeping(writer),
         bus=bus,
         _writer=writer,
         _writes=writes,

@@ -52,6 +52,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
     text,
 )
 
@@ -271,6 +272,8 @@ persons = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("merged_into", String(64), ForeignKey("persons.slug")),
 )
+# a first contact that joins by email looks the address up case-insensitively
+Index("ix_persons_email_lower", func.lower(persons.c.email))
 
 identities = Table(
     "identities",

@@ -1,0 +1,80 @@
+"""Housekeeping in the running gateway: every `ROLECALL_HOUSEKEEPING_EVERY` seconds (an hour by
+default; first a minute after start), delete the delivery receipts older than
+`ROLECALL_RECEIPT_DAYS` — Slack's, and those of the webhook sources whose signature covers its
+time (`kind: standard`) — and the expired Slack OAuth states (`core.storage.housekeeping`).
+
+Each pass logs one line when it deleted anything and counts what it deleted in
+`rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
+logged and the next one tries again; housekeeping never stops the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Collection, Mapping
+from datetime import timedelta
+
+from aiohttp import web
+
+from core.storage import Database
+from core.storage.housekeeping import Pruned
+from core.webhooks import Source
+from gateway.api import DATABASE_KEY
+from gateway.metrics import METRICS_KEY, Metrics
+from gateway.settings import Settings
+
+FIRST_PASS_AFTER = 60.0
+"""Seconds from start to the first pass (at most the interval): start-up is busy enough."""
+
+log = logging.getLogger("rolecall.housekeeping")
+
+
+def add_housekeeping(
+    app: web.Application, settings: Settings, sources: Mapping[str, Source]
+) -> None:
+    """Run housekeeping while the gateway runs (after the database has opened)."""
+    timed = frozenset(name for name, source in sources.items() if source.signs_its_time)
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings, timed))
+
+
+async def prune_once(
+    database: Database, settings: Settings, metrics: Metrics, sources: Collection[str]
+) -> Pruned:
+    """One pass: delete what has outlived its time, count it, and say so when it was anything."""
+    pruned = await database.housekeeping.prune(
+        receipts_for=timedelta(days=settings.receipt_days), sources=sources
+    )
+    for kept, count in pruned.counts.items():
+        if count:
+            metrics.pruned.labels(table=kept.value).inc(count)
+    if pruned.total:
+        said = ", ".join(f"{n} from {kept.value}" for kept, n in pruned.counts.items() if n)
+        log.info("housekeeping deleted %d rows: %s", pruned.total, said)
+    return pruned
+
+
+async def _every(
+    database: Database, settings: Settings, metrics: Metrics, sources: Collection[str]
+) -> None:
+    await asyncio.sleep(min(FIRST_PASS_AFTER, settings.housekeeping_every))
+    while True:
+        try:
+            await prune_once(database, settings, metrics, sources)
+        except Exception:  # the next pass tries again
+            every = settings.housekeeping_every
+            log.exception("housekeeping failed; trying again in %.0f s", every)
+        await asyncio.sleep(settings.housekeeping_every)
+
+
+async def _lifecycle(
+    app: web.Application, settings: Settings, sources: Collection[str]
+) -> AsyncIterator[None]:
+    task = asyncio.create_task(_every(app[DATABASE_KEY], settings, app[METRICS_KEY], sources))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

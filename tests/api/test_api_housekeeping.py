@@ -1,0 +1,67 @@
+"""Housekeeping in the running gateway: on its interval, delivery receipts older than
+`receipt_days` are deleted, counted in `rolecall_records_pruned_total` and logged; only webhook
+sources whose signature covers its time lose theirs (the rest of which rows go and which stay is
+tests/contract/test_housekeeping.py's)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from core.storage.slack_store import SlackDelivery
+from core.webhooks import Source, map_github
+from gateway.api import DATABASE_KEY
+from gateway.settings import Settings
+from tests.api.conftest import Api
+from tests.api.test_api_observability import sample
+from tests.waiting import eventually
+from tests.webhooks.conftest import SECRETS, write_sources
+
+
+@pytest.fixture
+def settings(tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """`api`'s gateway, with webhook sources, keeping receipts for about two seconds and looking
+    every second."""
+    for name, value in SECRETS.items():  # the sources' secrets, as `serve` reads them
+        monkeypatch.setenv(name, value)
+    (tmp_path / "roles").mkdir()
+    return Settings(
+        var_dir=tmp_path,
+        database_url=sqlite_url,
+        roles_dir=tmp_path / "roles",
+        sources_dir=write_sources(tmp_path / "sources"),  # gh, tracker (standard), forms
+        receipt_days=2 / 86_400,
+        housekeeping_every=1,
+    )
+
+
+async def test_old_receipts_are_deleted_counted_and_logged(api: Api, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="rolecall.housekeeping")
+    db = api.server.app[DATABASE_KEY]
+    assert await db.slack.seen(SlackDelivery("Ev1", "echo", "T1", "D1"))
+
+    async def pruned() -> float | None:
+        text = (await api.get("/metrics", token=None)).text
+        return sample(text, "rolecall_records_pruned_total", table="slack_events")
+
+    assert await eventually(pruned, within=10) == 1.0
+    assert not await db.slack.delivered("Ev1")
+    said = [r.getMessage() for r in caplog.records if r.name == "rolecall.housekeeping"]
+    assert said == ["housekeeping deleted 1 rows: 1 from slack_events"]
+
+
+async def test_only_sources_that_sign_their_time_lose_their_receipts(api: Api) -> None:
+    db = api.server.app[DATABASE_KEY]
+    ping = map_github(Source(name="gh", kind="github", secret="GH_WEBHOOK_SECRET"), "ping", {})
+    for source in ("gh", "tracker", "forms"):
+        await db.webhooks.receive(source, "d-1", ping)
+
+    async def tracker_pruned() -> bool:
+        return not await db.webhooks.delivered("tracker", "d-1")
+
+    assert await eventually(tracker_pruned, within=10)
+    # a GitHub or generic signature has no time: only the receipt refuses a replayed delivery
+    assert await db.webhooks.delivered("gh", "d-1")
+    assert await db.webhooks.delivered("forms", "d-1")
