@@ -102,7 +102,8 @@ def build_app(
     if secrets is None:
         names = _secret_names(known.values()) | webhook_channel.secret_names(sources)
         secrets = named_secrets(names)
-    runtimes = runtimes or Runtimes(kinds=runtime_kinds(settings, secrets))
+    named = {role.runtime.kind for role in known.values()}
+    runtimes = runtimes or Runtimes(kinds=runtime_kinds(settings, secrets, named=named))
     for role in known.values():
         if problem := runtimes.problem(role):
             field, what = problem

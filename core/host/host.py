@@ -83,14 +83,17 @@ class RunHost:
         tools_url: str | None = None,
     ) -> None:
         """`tools_url`: the gateway's base URL as agents outside this process reach it; with
-        it, runtimes that want tools get a fresh token of their run at every session start."""
+        it, runtimes that want tools get a fresh token of their run at every session start,
+        revoked when the session is let go."""
         self._db = database
         self._roles = dict(roles)
         self._limits = limits or HostLimits()
         self._clock = clock
         self._observer = observer or NoObserver()
         grant = self._tool_grant(tools_url.rstrip("/")) if tools_url else None
-        self._sessions = Sessions(runtimes, self._observer, grant=grant)
+        self._sessions = Sessions(
+            runtimes, self._observer, grant=grant, revoke=database.runs.revoke_token
+        )
         self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
         self._draft_listeners: list[DraftListener] = []
         self._turns = TurnTaker(
@@ -121,7 +124,7 @@ class RunHost:
 
     def _tool_grant(self, base: str) -> ToolGrant:
         async def grant(run: Run) -> ToolAccess:
-            token = await self._db.runs.mint_token(run.id)
+            token = await self._db.runs.mint_token(run.id, session_id=run.session.id)
             return ToolAccess(token, mcp_url=f"{base}/mcp", http_url=f"{base}/api/v1/tools")
 
         return grant

@@ -35,6 +35,9 @@ class LiveRun:
     session_id: SessionId | None = None
     resumable: bool = False
     """The session's state is stored: once let go, it sleeps (and can be woken)."""
+    token: str | None = None
+    """The run token the session was given (a runtime whose agent calls its tools from outside
+    the gateway), revoked when the session is let go."""
     last_used: float = 0.0
     """Monotonic time the session last finished a turn (idle sleep counts from here)."""
     nudged: bool = False

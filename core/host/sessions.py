@@ -3,6 +3,11 @@
 A session's state is stored with every turn's end, so putting a session to sleep only has to
 release it; waking resumes it from the stored state (the runtime's `resume`). The counts of
 sessions awake and asleep are kept for metrics: asleep means "opened once, not held here now".
+
+A runtime whose agents call their tools from outside the gateway gets a run token with each
+session it starts or wakes (`grant`; it replaces the run's earlier session tokens), and the token
+is revoked when the session is let go (`revoke`): an agent that has ended leaves no token that
+still works.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ log = logging.getLogger("rolecall.host")
 
 
 ToolGrant = Callable[[Run], Awaitable[ToolAccess]]
-"""Mints a token of the run and says where its tools are (wired by the gateway)."""
+"""Mints a token of the run for its session and says where its tools are (wired by the gateway)."""
+TokenRevoke = Callable[[str], Awaitable[None]]
+"""Revokes a token `ToolGrant` minted."""
 
 
 def needs_opening(session: AgentSession) -> bool:
@@ -41,10 +48,12 @@ class Sessions:
         *,
         asleep: int = 0,
         grant: ToolGrant | None = None,
+        revoke: TokenRevoke | None = None,
     ) -> None:
         self._runtimes = runtimes
         self._observer = observer
         self._grant = grant
+        self._revoke = revoke
         self.awake = 0
         self.asleep = asleep
 
@@ -56,6 +65,7 @@ class Sessions:
             live.resumable = False  # replaced for good
             await self.close(live)
         runtime = self._runtimes.for_role(role)
+        tools = await self._grant(run) if runtime.wants_tools and self._grant else None
         spec = SessionSpec(
             run_id=run.id,
             session_id=run.session.id,
@@ -63,15 +73,22 @@ class Sessions:
             display_name=role.display_name,
             instructions=role.instructions,
             options=role.runtime.model_dump(),
-            tools=await self._grant(run) if runtime.wants_tools and self._grant else None,
+            tools=tools,
         )
         state: Mapping[str, object] | None = run.session.state
-        if state is None:
-            session = await runtime.start(spec)
-        else:
-            session = await runtime.resume(spec, state)
+        try:
+            if state is None:
+                session = await runtime.start(spec)
+            else:
+                session = await runtime.resume(spec, state)
+        except BaseException:
+            if tools is not None:
+                await self._revoke_token(tools.token)
+            raise
+        if state is not None:
             self.asleep = max(self.asleep - 1, 0)
         live.session, live.session_id = session, run.session.id
+        live.token = tools.token if tools is not None else None
         live.resumable = state is not None
         self.awake += 1
         self._report()
@@ -80,6 +97,7 @@ class Sessions:
     async def close(self, live: LiveRun) -> None:
         """Let go of the run's session. If its state is stored it sleeps and can be woken."""
         session, live.session, live.session_id = live.session, None, None
+        token, live.token = live.token, None
         if session is None:
             return
         self.awake -= 1
@@ -88,6 +106,16 @@ class Sessions:
         self._report()
         with contextlib.suppress(Exception):
             await session.close()
+        if token is not None:
+            await self._revoke_token(token)
+
+    async def _revoke_token(self, token: str) -> None:
+        if self._revoke is None:
+            return
+        try:
+            await self._revoke(token)
+        except Exception:  # the run's next session start replaces it anyway
+            log.warning("a session's run token could not be revoked", exc_info=True)
 
     def _report(self) -> None:
         self._observer.sessions(awake=self.awake, asleep=self.asleep)

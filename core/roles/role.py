@@ -6,7 +6,7 @@
     instructions: |
       You are the concierge …
     runtime:
-      kind: builtin                 # other kinds (acp, a2a, openai) come later
+      kind: builtin                 # or acp, a2a, openai (docs/runtimes.md)
       agent: concierge              # the built-in agent: echo or concierge
       delay_ms: 0                   # built-in agents only: make each turn take this long
       stream: false                 # echo only: write each reply word by word first

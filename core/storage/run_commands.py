@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, delete, insert, update
 
 from core.errors import Conflict, NotAllowed
 from core.membership import ParticipantState
@@ -340,22 +340,48 @@ class StartFreshSession(_OnThread):
 
 @dataclass(frozen=True, slots=True)
 class MintRunToken:
-    """Store the digest of a new token naming `run_id`."""
+    """Store the digest of a new token naming `run_id`. A token for an agent session
+    (`session_id`) replaces the run's earlier session tokens; an operator's (none) adds one."""
 
     run_id: RunId
     token_hash: str
+    session_id: str | None = None
     thread_ids: Sequence[ThreadId] = ()
 
     def apply(self, batch: Batch) -> Callable[[], None]:
         batch.run(self.run_id)  # NotFound for an unknown run
+        if self.session_id is not None:
+            batch.connection.execute(_REPLACED_TOKENS, {"run_id": self.run_id})
         batch.connection.execute(
             _INSERT_TOKEN,
-            {"token_hash": self.token_hash, "run_id": self.run_id, "created_at": batch.now},
+            {
+                "token_hash": self.token_hash,
+                "run_id": self.run_id,
+                "created_at": batch.now,
+                "session_id": self.session_id,
+            },
         )
         return lambda: None
 
 
-_INSERT_TOKEN = insert(schema.run_tokens)
+@dataclass(frozen=True, slots=True)
+class RevokeRunToken:
+    """Forget a token (its digest): it names no run from now on. Nothing when it is unknown."""
+
+    token_hash: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        batch.connection.execute(_REVOKE_TOKEN, {"token_hash": self.token_hash})
+        return lambda: None
+
+
+_tok = schema.run_tokens
+_INSERT_TOKEN = insert(_tok)
+_REPLACED_TOKENS = delete(_tok).where(
+    _tok.c.run_id == bindparam("run_id"), _tok.c.session_id.is_not(None)
+)
+_REVOKE_TOKEN = delete(_tok).where(_tok.c.token_hash == bindparam("token_hash"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,9 @@ run_tokens = Table(
     Column("token_hash", String(64), primary_key=True),
     Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    # the agent session it was minted for (replaced by the run's next, revoked at its end);
+    # none for an operator's token
+    Column("session_id", String(32)),
 )
 
 tasks = Table(

@@ -25,6 +25,7 @@ from core.storage.run_commands import (
     FinishTaskTurn,
     FinishTurn,
     MintRunToken,
+    RevokeRunToken,
     StartFreshSession,
     TurnEnd,
     TurnRecord,
@@ -155,11 +156,16 @@ class SqlRunRepository:
         assert run.thread_id is not None
         return await self._writer.run(StartFreshSession(run.thread_id, run.id))
 
-    async def mint_token(self, run_id: RunId) -> str:
-        """A new bearer token naming the run (only its digest is kept)."""
+    async def mint_token(self, run_id: RunId, *, session_id: str | None = None) -> str:
+        """A new bearer token naming the run (only its digest is kept). One for an agent
+        session (`session_id`) replaces the run's earlier session tokens."""
         token = new_token()
-        await self._writer.run(MintRunToken(run_id, digest(token)))
+        await self._writer.run(MintRunToken(run_id, digest(token), session_id))
         return token
+
+    async def revoke_token(self, token: str) -> None:
+        """The token names no run any more (an agent session's, at the session's end)."""
+        await self._writer.run(RevokeRunToken(digest(token)))
 
     # --- reads ------------------------------------------------------------------------------
 

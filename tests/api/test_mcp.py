@@ -121,11 +121,14 @@ class _OverMcp(BuiltinAgent):
     session was started with: it stores each person message and says what it stored."""
 
     name = "over-mcp"
+    tokens_given: list[str] = []
+    """Every token a session of this agent was handed, in order (across sessions)."""
 
     async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
         access = self.spec.tools
         assert access is not None, "a runtime that wants tools is handed them at session start"
-        self.state.setdefault("tokens", []).append(access.token)
+        if access.token not in _OverMcp.tokens_given:
+            _OverMcp.tokens_given.append(access.token)
         said = [e.text or "" for e in prompt.news if e.kind == "message" and e.text]
         headers = {"Authorization": f"Bearer {access.token}"}
         async with (
@@ -153,32 +156,74 @@ class _Runtimes(Runtimes):
         return self.runtime
 
 
-async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(tmp_path):
+@asynccontextmanager
+async def _remote_gateway(tmp_path, **role: Any) -> AsyncIterator[Api]:
+    """A gateway whose one role, `remote`, is backed by `_OverMcp` in a runtime that wants tools."""
     port = free_port()
     settings = Settings(
         var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db", port=port
     )
-    role = Role(
-        name="remote", display_name="Remote", runtime={"kind": "builtin", "agent": "over-mcp"}
+    remote = Role(
+        name="remote",
+        display_name="Remote",
+        runtime={"kind": "builtin", "agent": "over-mcp"},
+        **role,
     )
-    app = build_app(settings, api_token=TOKEN, roles={"remote": role}, runtimes=_Runtimes())
+    app = build_app(settings, api_token=TOKEN, roles={"remote": remote}, runtimes=_Runtimes())
     server = TestServer(app, host="127.0.0.1", port=port)
     await server.start_server()
     try:
         async with aiohttp.ClientSession() as session:
-            api = Api(server, session)
-            thread = (await api.thread("person:ann", "role:remote"))["id"]
-            await api.say(thread, "person:ann", "my locker is 42")
-            deadline = time.monotonic() + 20
-            while True:
-                page = await api.timeline(thread, "?as=person:ann")
-                replies = [e["text"] for e in page["events"] if e.get("author") == "role:remote"]
-                if replies:
-                    break
-                assert time.monotonic() < deadline, page
-                await asyncio.sleep(0.05)
-            assert replies == ["stored over MCP; 1 remembered"]
-            [run] = (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]
-            assert run["status"] != "failed", run
+            yield Api(server, session)
     finally:
         await server.close()
+
+
+async def _replies(api: Api, thread: str, count: int) -> list[str]:
+    deadline = time.monotonic() + 20
+    while True:
+        page = await api.timeline(thread, "?as=person:ann")
+        replies = [e["text"] for e in page["events"] if e.get("author") == "role:remote"]
+        if len(replies) >= count:
+            return replies
+        assert time.monotonic() < deadline, page
+        await asyncio.sleep(0.05)
+
+
+async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(tmp_path):
+    async with _remote_gateway(tmp_path) as api:
+        thread = (await api.thread("person:ann", "role:remote"))["id"]
+        await api.say(thread, "person:ann", "my locker is 42")
+        assert await _replies(api, thread, 1) == ["stored over MCP; 1 remembered"]
+        [run] = (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]
+        assert run["status"] != "failed", run
+
+
+async def test_a_sessions_token_is_revoked_when_the_session_sleeps_and_the_next_gets_a_new_one(
+    tmp_path,
+):
+    _OverMcp.tokens_given.clear()
+    async with _remote_gateway(tmp_path, idle_sleep_after=0.3) as api:
+        thread = (await api.thread("person:ann", "role:remote"))["id"]
+        await api.say(thread, "person:ann", "my locker is 42")
+        assert await _replies(api, thread, 1) == ["stored over MCP; 1 remembered"]
+        [first] = _OverMcp.tokens_given  # it worked: the agent stored over MCP with it
+        [run] = (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]
+        operators = (await api.post(f"/api/v1/runs/{run['id']}/token")).body["token"]
+
+        async def refused() -> bool:
+            return (await api.post("/api/v1/tools/recall", {}, token=first)).status == 401
+
+        deadline = time.monotonic() + 10
+        while not await refused():  # the session sleeps 0.3 s after its turn
+            assert time.monotonic() < deadline, "the slept session's token still works"
+            await asyncio.sleep(0.05)
+        (await api.post("/api/v1/tools/recall", {}, token=first)).error(401, "invalid_run_token")
+        # an operator's token is no session's: it stays
+        assert (await api.post("/api/v1/tools/recall", {}, token=operators)).status == 200
+
+        await api.say(thread, "person:ann", "and my desk is 7")  # wakes a new session
+        assert (await _replies(api, thread, 2))[1] == "stored over MCP; 2 remembered"
+        assert len(_OverMcp.tokens_given) == 2
+        assert _OverMcp.tokens_given[1] != first
+        assert await refused()
