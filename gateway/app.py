@@ -130,7 +130,9 @@ def build_app(
     app.add_routes(task_routes.routes)
     app.add_routes(person_routes.routes)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
-    mcp_endpoint.add_routes(app)
+    mcp_endpoint.add_routes(
+        app, at_start=any(runtimes.for_role(r).wants_tools for r in known.values())
+    )
     web_channel.add_routes(app, settings)
     slack_channel.add_routes(app, settings, known, secrets)
     webhook_channel.add_routes(app, sources, known, secrets, directory=settings.sources_dir)

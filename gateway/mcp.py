@@ -1,10 +1,14 @@
 """The agent's tools over MCP: `/mcp`, streamable HTTP, the run token as bearer.
 
 The same tools as `POST /api/v1/tools/{name}` (`core.tools.TOOLS`: one implementation, one JSON
-schema each), served by the official `mcp` SDK's low-level `Server` and its
-`StreamableHTTPSessionManager` — stateless and answering in JSON, so any replica can serve any
-request and nothing is kept between them. The SDK speaks ASGI; `serve_asgi` carries one aiohttp
-request through it.
+schema each), served by the official `mcp` SDK (gateway/mcp_server.py: its low-level `Server` and
+its stateless `StreamableHTTPSessionManager`, answering in JSON). The SDK speaks ASGI;
+`serve_asgi` carries one aiohttp request through it.
+
+The SDK is loaded when it is first needed: at start when a configured role's runtime hands its
+agents a run token (their tools are reached over MCP), otherwise at the first request to `/mcp`
+(say with a token an operator minted), imported in a worker thread so the event loop keeps
+serving meanwhile. A gateway whose agents are all built-in does not hold it in memory.
 
 The caller is resolved from `Authorization: Bearer <run token>` twice over: before the request
 reaches the SDK (a missing, unknown or refused token gets the plain HTTP 401/403 an MCP client
@@ -17,118 +21,82 @@ the same body the HTTP surface answers with.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Mapping
+import contextlib
+import importlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-import mcp.types as types
 from aiohttp import web
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from core.errors import RolecallError
-from core.tools import TOOLS, call_tool
-from gateway.api.tools import run_for_bearer, run_of_token, tools_of
+from gateway.api.tools import run_of_token
 from gateway.errors import ApiError
 
 MCP_PATH = "/mcp"
-SERVER_NAME = "rolecall"
 
-MCP_KEY = web.AppKey("mcp", StreamableHTTPSessionManager)
-
-_INSTRUCTIONS = (
-    "Tools of one agent run in one conversation of the Rolecall gateway: remember and recall, "
-    "say something in this conversation, retract your own message, and create and follow tasks."
-)
+Asgi = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-def tool_list() -> list[types.Tool]:
-    return [
-        types.Tool(
-            name=tool.name, description=tool.description, input_schema=dict(tool.input_schema)
+class McpEndpoint:
+    """The MCP server of one application, started the first time it is asked for and stopped
+    with the application."""
+
+    def __init__(self, app: web.Application) -> None:
+        self._app = app
+        self._asgi: Asgi | None = None
+        self._starting = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def asgi(self) -> Asgi:
+        if self._asgi is None:
+            async with self._starting:
+                if self._asgi is None:
+                    self._asgi = await self._start()
+        return self._asgi
+
+    async def _start(self) -> Asgi:
+        server = await asyncio.to_thread(importlib.import_module, "gateway.mcp_server")
+        ready: asyncio.Future[Asgi] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(
+            server.serve(self._app, ready, self._stop), name="mcp-session-manager"
         )
-        for tool in TOOLS.values()
-    ]
+        either: set[asyncio.Future[Any]] = {self._task, ready}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            self._task.result()  # it failed to start: raise why
+            raise RuntimeError("the MCP session manager ended before it started")
+        return ready.result()
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
 
 
-def build_server(app: web.Application) -> Server[Any]:
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_list())
+MCP_KEY = web.AppKey("mcp", McpEndpoint)
 
-    async def call(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+
+def add_routes(app: web.Application, *, at_start: bool) -> None:
+    """Serve `/mcp`; with `at_start`, load the SDK before the gateway starts serving (a role's
+    agents will call their tools over MCP)."""
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        endpoint = app[MCP_KEY] = McpEndpoint(app)
         try:
-            run = await run_for_bearer(app, _authorization(ctx))
-            tools = tools_of(app, run)
-            result = await call_tool(tools, params.name, dict(params.arguments or {}))
-        except (RolecallError, ApiError) as error:
-            code = error.code
-            body = {"error": {"code": code, "message": error.message}}
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"{code}: {error.message}")],
-                structured_content=body,
-                is_error=True,
-            )
-        structured = result if isinstance(result, dict) else {"result": result}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(result))],
-            structured_content=structured,
-        )
+            if at_start:
+                await endpoint.asgi()
+            yield
+        finally:
+            await endpoint.close()
 
-    return Server(
-        SERVER_NAME,
-        instructions=_INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call,
-    )
-
-
-def _authorization(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The `Authorization` header of the HTTP request that carried this MCP request (the SDK
-    hands it over as a Starlette request)."""
-    headers: Mapping[str, str] | None = getattr(ctx.request, "headers", None)
-    return headers.get("authorization", "") if headers is not None else ""
-
-
-async def mcp_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """The session manager's task group lives as long as the application, in a task of its own
-    (an anyio task group must be left by the task that entered it; aiohttp may start and clean
-    up the application from different tasks)."""
-    manager = StreamableHTTPSessionManager(build_server(app), stateless=True, json_response=True)
-    app[MCP_KEY] = manager
-    started = asyncio.Event()
-    stop = asyncio.Event()
-
-    async def serve() -> None:
-        async with manager.run():
-            started.set()
-            await stop.wait()
-
-    task = asyncio.create_task(serve(), name="mcp-session-manager")
-    waiting = asyncio.create_task(started.wait())
-    await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        waiting.cancel()
-        task.result()  # it failed to start: raise why
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_route("*", MCP_PATH, handle)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     await run_of_token(request.app, request.headers.get("Authorization", ""))
-    return await serve_asgi(request, request.app[MCP_KEY].handle_request)
-
-
-def add_routes(app: web.Application) -> None:
-    app.cleanup_ctx.append(mcp_lifecycle)
-    app.router.add_route("*", MCP_PATH, handle)
+    return await serve_asgi(request, await request.app[MCP_KEY].asgi())
 
 
 # --- one aiohttp request through an ASGI application -------------------------------------------

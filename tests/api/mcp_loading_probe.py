@@ -1,0 +1,101 @@
+"""Run by tests/api/test_mcp_loading.py in a process of its own (so that no other test has
+imported the MCP SDK): start a gateway, say whether the SDK's server side is loaded, call `/mcp`
+once with a run token an operator minted, say again. Prints one JSON object.
+
+    python -m tests.api.mcp_loading_probe DIR builtin|wants-tools
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+from aiohttp.test_utils import TestServer
+
+from core.roles import Role
+from core.runtimes.builtin import AGENTS, BuiltinRuntime
+from core.runtimes.registry import Runtimes
+from gateway.app import build_app
+from gateway.settings import Settings
+
+TOKEN = "probe-operator-token-0123456789"
+SERVER_SIDE = ("gateway.mcp_server", "mcp.server.streamable_http_manager")
+
+
+class _WantsTools(BuiltinRuntime):
+    wants_tools = True
+
+
+class _Remote(Runtimes):
+    """The built-in echo, in a runtime that says its agents reach their tools over MCP."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runtime = _WantsTools(AGENTS)
+
+    def for_role(self, role: Role) -> BuiltinRuntime:
+        return self.runtime
+
+
+def loaded() -> bool:
+    return all(name in sys.modules for name in SERVER_SIDE)
+
+
+async def probe(directory: Path, mode: str) -> dict[str, object]:
+    settings = Settings(var_dir=directory, database_url=f"sqlite+aiosqlite:///{directory}/t.db")
+    echo = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
+    runtimes = _Remote() if mode == "wants-tools" else None
+    app = build_app(settings, api_token=TOKEN, roles={"echo": echo}, runtimes=runtimes)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    seen: dict[str, object] = {"at_start": loaded()}
+    try:
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            url = server.make_url
+            async with http.post(
+                url("/api/v1/threads"), json={"participants": ["person:ann", "role:echo"]}
+            ) as r:
+                thread = (await r.json())["id"]
+            await http.post(
+                url(f"/api/v1/threads/{thread}/messages"),
+                json={"author": "person:ann", "text": "hi"},
+            )
+            deadline = time.monotonic() + 10
+            while True:
+                async with http.get(url(f"/api/v1/runs?thread={thread}")) as r:
+                    runs = (await r.json())["runs"]
+                if runs or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+            async with http.post(url(f"/api/v1/runs/{runs[0]['id']}/token")) as r:
+                token = (await r.json())["token"]
+            seen["before_call"] = loaded()
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+            headers = {
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+            }
+            async with http.post(url("/mcp"), json=initialize, headers=headers) as r:
+                seen["status"] = r.status
+                seen["server_name"] = (await r.json())["result"]["serverInfo"]["name"]
+            seen["after_call"] = loaded()
+    finally:
+        await server.close()
+    return seen
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(probe(Path(sys.argv[1]), sys.argv[2]))))
