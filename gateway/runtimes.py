@@ -14,11 +14,9 @@ from collections.abc import Collection, Mapping
 from core.runtimes.registry import RuntimeKind
 from gateway.settings import Settings
 
-KINDS = ("acp", "a2a", "openai")
-
 
 def runtime_kinds(
-    settings: Settings, secrets: Mapping[str, str], *, named: Collection[str] = KINDS
+    settings: Settings, secrets: Mapping[str, str], *, named: Collection[str]
 ) -> dict[str, RuntimeKind]:
     """The runtimes by kind (`acp`, `a2a`, `openai`) of those `named`, for this gateway's roles."""
     kinds: dict[str, RuntimeKind] = {}
