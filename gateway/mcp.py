@@ -21,8 +21,8 @@ the same body the HTTP surface answers with.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -32,6 +32,8 @@ from gateway.api.tools import run_of_token
 from gateway.errors import ApiError
 
 MCP_PATH = "/mcp"
+
+log = logging.getLogger("rolecall.gateway")
 
 Asgi = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -70,8 +72,10 @@ class McpEndpoint:
     async def close(self) -> None:
         self._stop.set()
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self._task
+            except Exception:  # stopping regardless; say why it had failed
+                log.warning("the MCP session manager ended with an error", exc_info=True)
 
 
 MCP_KEY = web.AppKey("mcp", McpEndpoint)

@@ -65,3 +65,27 @@ async def test_only_sources_that_sign_their_time_lose_their_receipts(api: Api) -
     # a GitHub or generic signature has no time: only the receipt refuses a replayed delivery
     assert await db.webhooks.delivered("gh", "d-1")
     assert await db.webhooks.delivered("forms", "d-1")
+
+
+async def test_a_failed_pass_is_logged_and_the_next_one_tries_again(api: Api, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="rolecall.housekeeping")
+    db = api.server.app[DATABASE_KEY]
+    prune = db.housekeeping.prune
+    failures = []
+
+    async def fails_once(**kwargs):
+        if not failures:
+            failures.append(1)
+            raise OSError("disk I/O error")
+        return await prune(**kwargs)
+
+    db.housekeeping.prune = fails_once
+    assert await db.slack.seen(SlackDelivery("Ev3", "echo", "T1", "D1"))
+
+    async def pruned() -> bool:
+        return not await db.slack.delivered("Ev3")
+
+    assert await eventually(pruned, within=10)
+    said = [r.getMessage() for r in caplog.records if r.name == "rolecall.housekeeping"]
+    assert said[0] == "housekeeping failed; trying again in 1 s"
+    assert "housekeeping deleted 1 rows: 1 from slack_events" in said[1:]
