@@ -17,6 +17,7 @@
 - `memory_entries`: every role's agent memory, append-only; `text` is the payload's words (what
   full-text search indexes: an FTS5 table `memory_search` on SQLite, a generated `tsvector`
   column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
+  `memory_redactions`: an operator's redaction of an entry (who, when, why); recall skips it.
 - `tasks`, `task_events`: tracked work items and every change to them (who, what), the events
   in a stream of their own (`task_events` counter in `stream_positions`).
 - `subscriptions`: which conversation runs watch which tasks; `since` is the task-event position
@@ -205,6 +206,18 @@ memory_entries = Table(
     Column("thread_id", String(32), ForeignKey("threads.id")),
     Column("thread_only", Boolean, nullable=False),
     Index(None, "role", "at"),
+)
+
+memory_redactions = Table(
+    "memory_redactions",
+    metadata,
+    # An operator's redaction of one memory entry: the entry stays (memory is append-only), and
+    # recall skips it. At most one per entry.
+    Column("entry_id", String(32), ForeignKey("memory_entries.id"), primary_key=True),
+    Column("role", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    Column("by", String(200), nullable=False),
+    Column("reason", Text),
 )
 
 run_tokens = Table(

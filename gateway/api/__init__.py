@@ -6,6 +6,8 @@ strict, so that a typo is an error rather than a silently ignored field:
 - A body is one JSON object. Not JSON (or not UTF-8) is 400 `invalid_json`; JSON that is not an
   object is 422 `invalid_body`; a field the route does not know is 422 `unknown_field`, a required
   one absent is 422 `missing_field` — each naming the field.
+- Every field's value holds only what storage keeps (`core.values`: Unicode scalar values without
+  NUL, finite numbers within 64 bits, bounded nesting), else 422 naming the field and why.
 - Each field is parsed by core's own validators (`parse_address`, `check_text`, …); their errors
   keep their class and code (so too-long text stays 413) and gain the field's name in the message.
 - Query parameters likewise: unknown or repeated is 422; numbers are plain decimal digits within
@@ -28,6 +30,7 @@ from core.errors import InvalidInput, RolecallError
 from core.host import RunHost
 from core.storage import Database
 from core.storage.repository import ThreadRepository
+from core.values import check_value
 from gateway.errors import ApiError
 
 DATABASE_KEY = web.AppKey("database", Database)
@@ -93,6 +96,8 @@ async def read_object(
     for name in required:
         if name not in body:
             raise InvalidInput(f"missing required field {name!r}", code="missing_field")
+    for name, value in body.items():
+        check_value(value, name)
     return body
 
 
