@@ -5,7 +5,7 @@ to every channel. So a value that comes from outside (an HTTP body, a query stri
 Slack event, a webhook payload, a tool's arguments, a manifest) is acceptable iff:
 
 - every string, object keys included, holds Unicode scalar values only: no lone surrogate
-  (U+D800–U+DFFF, which JSON's `\\ud800` escapes can name but no UTF-8 encoder writes), and no
+  (U+D800 to U+DFFF, which JSON's `\\ud800` escapes can name but no UTF-8 encoder writes), and no
   NUL (U+0000, which PostgreSQL's text and jsonb refuse);
 - every number is finite (no NaN, no ±Infinity, no `1e999` that a parser rounds to infinity),
   and every integer lies within signed 64 bits, what SQLite and PostgreSQL both hold;
