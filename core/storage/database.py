@@ -113,7 +113,13 @@ async def open_database(
     writer = Writer(writes, clock=clock, on_commit=committed, max_batch=max_batch)
     writer.start()
     repository = SqlThreadRepository(reads, writer)
-    bus.publish(await repository.head())
+    try:
+        bus.publish(await repository.head())
+    except BaseException:  # the database is out of reach (or worse): let go of all of it
+        await writer.stop()
+        await writes.close()
+        await reads.close()
+        raise
     return Database(
         threads=repository,
         runs=SqlRunRepository(reads, writer),
@@ -149,6 +155,6 @@ def _transactors(url: str) -> tuple[Transactor, Transactor]:
             ),
         )
     return (
-        AsyncTransactor(create_engine(url, pool_size=1, writer=True)),
-        AsyncTransactor(create_engine(url, pool_size=READ_CONNECTIONS * 2)),
+        AsyncTransactor(create_engine(url, pool_size=1, writer=True, serving=True)),
+        AsyncTransactor(create_engine(url, pool_size=READ_CONNECTIONS * 2, serving=True)),
     )

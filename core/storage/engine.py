@@ -1,5 +1,10 @@
 """Creating SQLAlchemy async engines for SQLite (aiosqlite) and PostgreSQL (asyncpg).
 
+PostgreSQL's engines ping a connection before using it and bound the waits on the server
+(`CONNECT_TIMEOUT`, `POOL_TIMEOUT`; the storage's own engines `COMMAND_TIMEOUT` too), so a
+restarted server is reconnected to and an unreachable one is reported quickly
+(`core.storage.errors`).
+
 SQLite runs in WAL mode (readers never block the writer) with `synchronous=FULL`, so a commit
 that was acknowledged survives a crash of the machine, not just of the process. A writer's
 transactions on SQLite begin with `BEGIN IMMEDIATE`: it takes the write lock up front instead of
@@ -38,6 +43,17 @@ def _prepare_sqlite(sync_engine: Engine, *, writer: bool) -> None:
 
 PRAGMAS = ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=10000")
 
+# PostgreSQL engines, for when the server restarts or goes away (see `core.storage.errors`): a
+# connection is pinged before the pool hands it out, so one the server closed (a restart closes
+# them all) is replaced, not used; and every wait is bounded, so a request answers 503 in
+# seconds rather than hanging on a server that does not answer.
+CONNECT_TIMEOUT = 5.0
+"""Seconds to open a connection (asyncpg's default is a minute)."""
+COMMAND_TIMEOUT = 15.0
+"""Seconds one statement may take; the serving statements take milliseconds."""
+POOL_TIMEOUT = 5.0
+"""Seconds to wait for a pooled connection to come free (SQLAlchemy's default is 30)."""
+
 
 def _sqlite_file(url: str) -> None:
     database = make_url(url).database or ""
@@ -45,14 +61,30 @@ def _sqlite_file(url: str) -> None:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def create_engine(url: str, *, pool_size: int = 5, writer: bool = False) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 5, writer: bool = False, serving: bool = False
+) -> AsyncEngine:
     """An async engine: PostgreSQL's readers (REPEATABLE READ) and writer (READ COMMITTED), and
     the migrations on either backend. SQLite's own readers and writer use
-    `create_sqlite_sync_engine` in threads of their own (see `core.storage.transact`)."""
+    `create_sqlite_sync_engine` in threads of their own (see `core.storage.transact`).
+
+    On PostgreSQL a connection is pinged before the pool hands it out, is opened within
+    `CONNECT_TIMEOUT` or not at all, and is waited for `POOL_TIMEOUT` at most. `serving`: the
+    engines of a running gateway's storage, whose every statement is also bounded
+    (`COMMAND_TIMEOUT`); a migration's statements are not."""
     if not is_sqlite(url):
         isolation = "READ COMMITTED" if writer else "REPEATABLE READ"
+        connect: dict[str, Any] = {"timeout": CONNECT_TIMEOUT}
+        if serving:
+            connect["command_timeout"] = COMMAND_TIMEOUT
         return create_async_engine(
-            url, pool_size=pool_size, max_overflow=pool_size, isolation_level=isolation
+            url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            isolation_level=isolation,
+            pool_pre_ping=True,
+            pool_timeout=POOL_TIMEOUT,
+            connect_args=connect,
         )
     _sqlite_file(url)
     engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)

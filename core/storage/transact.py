@@ -16,7 +16,10 @@ database depends on the backend:
   database locked (another process writing, for the writer; WAL recovery, for a reader) runs in
   a thread instead, which waits as long as `busy_timeout` allows.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
-  the driver underneath; the loop stays free).
+  the driver underneath; the loop stays free). A unit of work that fails for a reason of the
+  server's (it is restarting, the connection was lost, no connection is left: `outage`) raises
+  `StorageUnavailable` (`core.storage.errors`), whatever the driver called it; nothing is
+  retried here, so nothing is ever written twice.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
+import asyncpg
 from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.storage.errors import StorageUnavailable
 
 R = TypeVar("R")
 
@@ -189,17 +196,74 @@ def _is_locked(error: OperationalError) -> bool:
 
 
 class AsyncTransactor:
-    """PostgreSQL: an async engine; the work runs through `run_sync`."""
+    """PostgreSQL: an async engine; the work runs through `run_sync`.
+
+    A failure for a reason of the server's (see `outage`) is raised as `StorageUnavailable`;
+    the pool pings a connection before it hands it out (`core.storage.engine`), so once the
+    server is back, the next unit of work runs on a fresh connection.
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
-        async with self._engine.begin() as connection:
-            return await connection.run_sync(work)
+        try:
+            async with self._engine.begin() as connection:
+                return await connection.run_sync(work)
+        except Exception as error:
+            reason = outage(error)
+            if reason is None:
+                raise
+            raise StorageUnavailable(reason) from error
 
     async def transact_brief(self, work: Callable[[Connection], R]) -> R:
         return await self.transact(work)
 
     async def close(self) -> None:
         await self._engine.dispose()
+
+
+# SQLSTATEs of failures that are the server's, not the work's: every connection exception
+# (class 08), the server shutting down or starting up (57P01-57P03), no connection slot left.
+_OUTAGE_STATES = {
+    "57P01": "the database server is shutting down",
+    "57P02": "the database server is recovering from a crash",
+    "57P03": "the database server is starting up or shutting down",
+    "53300": "the database server has no connection left to give",
+}
+
+
+def outage(error: BaseException) -> str | None:
+    """Why `error` means the database cannot be reached for now, or None when it is a failure
+    of the work itself (a constraint, a bad value, a bug). The driver's error is looked for
+    along the chain of causes: SQLAlchemy wraps asyncpg's, which may wrap an `OSError`."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        state = getattr(link, "sqlstate", None)
+        if isinstance(state, str):
+            if state.startswith("08"):
+                return "the connection to the database was lost"
+            if state in _OUTAGE_STATES:
+                return _OUTAGE_STATES[state]
+        if isinstance(link, TimeoutError):
+            return "the database did not answer in time"
+        if isinstance(link, OSError):
+            return f"the database cannot be reached ({link.strerror or type(link).__name__})"
+        if isinstance(link, PoolTimeout):
+            return "no connection to the database came free in time"
+        if _closed_connection(link):
+            return "the connection to the database was lost"
+        if link.__cause__ is not None:
+            link = link.__cause__
+        else:  # a context raised `from None` was deliberately put aside: so is it here
+            link = None if link.__suppress_context__ else link.__context__
+    return None
+
+
+def _closed_connection(error: BaseException) -> bool:
+    """asyncpg's word for work tried on a connection that was already closed, by the server or
+    after an earlier failure (it has no SQLSTATE: the server never saw the work). asyncpg has
+    no class of its own for it, only this message."""
+    return isinstance(error, asyncpg.InterfaceError) and "connection is closed" in str(error)

@@ -9,9 +9,19 @@ then answers each caller and nudges the bus. So:
 - Positions are handed out in commit order. The position counter row is updated inside the
   transaction, which serialises committers (across processes too, on PostgreSQL), so no reader
   ever sees position N+1 while N is still uncommitted.
-- One bad command does not sink its batch: a command validates before it stages anything, and a
-  domain error answers only its own caller. If the database itself refuses the batch (say, a
-  constraint raced by another replica), each command is retried alone.
+- A failing command fails alone, and leaves nothing behind. A batch is first run the quick way:
+  every command applies, then one flush writes what they staged. If any command raises — a
+  domain error (`RolecallError`), anything else, or the flush itself (a value a driver cannot
+  encode, a constraint raced by another replica) — that transaction is rolled back whole and the
+  batch is redone the careful way, still as one transaction with one commit: each command in a
+  savepoint of its own, applied and flushed there, the savepoint rolled back if it raises. So
+  the command that raised gets its error, every other command commits, nothing of the failed
+  one remains, and positions have no gaps (a rolled-back savepoint gives its positions back
+  before anyone can read them). The quick way is the common one and costs nothing extra; the
+  careful way costs a savepoint and a flush per command, only for batches that need it. If it is
+  the COMMIT that is refused (a deferred constraint), each command is retried alone.
+- What a caller is told after the commit (its command's finisher) is computed per command: one
+  that raises answers its own caller only, and never undoes or redoes the commit.
 - Thread rows are locked up front in id order (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
   `BEGIN IMMEDIATE` locks the whole file), so batches from several replicas cannot deadlock.
 """
@@ -35,6 +45,7 @@ from core.membership import ParticipantState
 from core.memory_policy import MemoryPolicy
 from core.participants import Address
 from core.storage import schema
+from core.storage.errors import StorageUnavailable
 from core.storage.ids import new_id
 from core.storage.rows import EVENT_COLUMNS, event_values, from_micros, to_micros
 from core.storage.statements import DriverStatement
@@ -403,6 +414,10 @@ class Writer:
                 batch.append(self._queue.get_nowait())
             try:
                 await self._commit(batch)
+            except StorageUnavailable as exc:  # an outage: every batch fails alike for a while
+                log.warning("write batch of %d not stored: %s", len(batch), exc)
+                for pending in batch:
+                    _answer(pending.future, exc)
             except Exception as exc:  # the writer must outlive any one batch
                 log.exception("write batch failed")
                 for pending in batch:
@@ -412,48 +427,124 @@ class Writer:
                     self._queue.task_done()
 
     async def _commit(self, pending: list[_Pending]) -> None:
+        commands = [one.command for one in pending]
+        now = to_micros(self._clock())
         try:
-            answers, events, task_events = await self._attempt(pending)
-        except DBAPIError:
+            done = await self._transactor.transact(lambda c: _apply(c, commands, now))
+        except _Raised as raised:  # rolled back whole: redo it the careful way
+            if len(pending) == 1:
+                _log_failure(raised.error)
+                _answer(pending[0].future, raised.error)
+                return
+            if not isinstance(raised.error, RolecallError):
+                log.warning(
+                    "a command of a batch of %d raised %s; redoing the batch with a savepoint "
+                    "per command",
+                    len(pending),
+                    type(raised.error).__name__,
+                )
+            try:
+                done = await self._transactor.transact(lambda c: _apply_each(c, commands, now))
+            except DBAPIError:
+                await self._one_by_one(pending)
+                return
+        except DBAPIError:  # the COMMIT was refused (or the connection lost)
             if len(pending) == 1:
                 raise
-            log.warning("batch of %d refused by the database; retrying one by one", len(pending))
-            for one in pending:
-                try:
-                    await self._commit([one])
-                except Exception as single:
-                    _answer(one.future, single)
+            await self._one_by_one(pending)
             return
-        for one, answer in zip(pending, answers, strict=True):
-            _answer(one.future, answer)
+        outcomes, batches = done
+        for one, outcome in zip(pending, outcomes, strict=True):
+            _answer(one.future, outcome if isinstance(outcome, Exception) else _finish(outcome))
+        events: list[AnyEvent] = []
+        task_events: list[TaskEvent] = []
+        for batch in batches:
+            events += batch.committed
+            task_events += batch.task_events
         if events or task_events:
             self._on_commit(events, task_events)
 
-    async def _attempt(
-        self, pending: list[_Pending]
-    ) -> tuple[list[Any], list[AnyEvent], list[TaskEvent]]:
-        commands = [one.command for one in pending]
-        now = to_micros(self._clock())
-        finishers, batch = await self._transactor.transact(lambda c: _apply(c, commands, now))
-        answers = [f if isinstance(f, RolecallError) else f() for f in finishers]
-        return answers, batch.committed, batch.task_events
+    async def _one_by_one(self, pending: list[_Pending]) -> None:
+        log.warning("batch of %d refused by the database; retrying one by one", len(pending))
+        for one in pending:
+            try:
+                await self._commit([one])
+            except Exception as single:
+                _answer(one.future, single)
 
 
-def _apply(
-    connection: Connection, commands: list[Command[Any]], now: int
-) -> tuple[list[Callable[[], Any] | RolecallError], Batch]:
-    """Run a batch of commands in the open transaction `connection`; stage, then flush."""
+Outcome = Callable[[], Any] | Exception
+"""A command's finisher (what answers its caller once committed), or what it raised."""
+Done = tuple[list[Outcome], list["Batch"]]
+"""Per command, in order, its outcome; and the batches that wrote (the quick way's one, or the
+careful way's, one per command that did not raise)."""
+
+
+class _Raised(Exception):
+    """A command (or the flush) raised in the quick way: its transaction is rolled back."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _apply(connection: Connection, commands: list[Command[Any]], now: int) -> Done:
+    """The quick way: every command applies to one batch, then one flush writes it all. Any
+    exception (a domain error included: the command may have written before it raised) rolls
+    it all back, as `_Raised`."""
     batch = Batch(connection, now)
-    batch.load([tid for command in commands for tid in command.thread_ids])
-    batch.load_runs([rid for command in commands for rid in getattr(command, "run_ids", ())])
-    finishers: list[Callable[[], Any] | RolecallError] = []
+    try:
+        batch.load([tid for command in commands for tid in command.thread_ids])
+        batch.load_runs([rid for command in commands for rid in getattr(command, "run_ids", ())])
+        finishers: list[Outcome] = [command.apply(batch) for command in commands]
+        batch.flush()
+    except Exception as error:
+        raise _Raised(error) from error
+    return finishers, [batch]
+
+
+def _apply_each(connection: Connection, commands: list[Command[Any]], now: int) -> Done:
+    """The careful way: each command applied and flushed in a savepoint of its own, with a batch
+    of its own (which reads the thread and run rows as the commands before it left them)."""
+    # Every thread is locked first, in id order, as the quick way does (so replicas cannot
+    # deadlock); each in a savepoint, so an id the driver refuses fails only its command.
+    locks = Batch(connection, now)
+    for thread_id in sorted({tid for command in commands for tid in command.thread_ids}):
+        with contextlib.suppress(Exception), connection.begin_nested():
+            locks.load([thread_id])
+    outcomes: list[Outcome] = []
+    batches: list[Batch] = []
     for command in commands:
+        batch = Batch(connection, now)
         try:
-            finishers.append(command.apply(batch))
-        except RolecallError as error:
-            finishers.append(error)
-    batch.flush()
-    return finishers, batch
+            with connection.begin_nested():
+                batch.load(command.thread_ids)
+                batch.load_runs(getattr(command, "run_ids", ()))
+                finisher = command.apply(batch)
+                batch.flush()
+        except Exception as error:
+            _log_failure(error)
+            outcomes.append(error)
+        else:
+            outcomes.append(finisher)
+            batches.append(batch)
+    return outcomes, batches
+
+
+def _finish(finisher: Callable[[], Any]) -> Any:
+    """What answers the caller: its finisher's value, or what the finisher raised."""
+    try:
+        return finisher()
+    except Exception as error:  # the write stands; only this caller hears of it
+        log.exception("a committed command's answer failed")
+        return error
+
+
+def _log_failure(error: Exception) -> None:
+    """A domain error is the caller's to hear; anything else is a bug, or a value storage
+    refused that an edge should have refused first."""
+    if not isinstance(error, RolecallError):
+        log.error("a write command failed", exc_info=error)
 
 
 def _answer(future: asyncio.Future[Any], answer: Any) -> None:

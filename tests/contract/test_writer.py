@@ -1,4 +1,5 @@
-"""The group-commit writer: one refused command does not sink the others in its batch."""
+"""The group-commit writer: one refused command does not sink the others in its batch (more in
+`test_writer_isolation.py`)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ class InsertDuplicateThread:
         return lambda: None
 
 
-async def test_a_batch_the_database_refuses_is_retried_one_command_at_a_time(
+async def test_a_command_the_database_refuses_fails_alone_and_the_rest_of_its_batch_commits(
     database: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The refused insert rolls the quick way back; the batch is redone with a savepoint per
+    command, in one transaction: only the refused command fails."""
     participants = ParticipantSet.of([ALICE, ROLE])
     thread, _ = await database.threads.resolve(participants)
     writer = database._writer
@@ -52,7 +55,7 @@ async def test_a_batch_the_database_refuses_is_retried_one_command_at_a_time(
         writer.run(PostMessage(thread.id, ALICE, "after", None)),
         return_exceptions=True,
     )
-    assert "batch of 3 refused by the database; retrying one by one" in caplog.text
+    assert "a command of a batch of 3 raised IntegrityError" in caplog.text
     assert isinstance(refused, IntegrityError)
     assert isinstance(before, Message) and isinstance(after, Message)
     events = (await database.threads.timeline(thread.id)).events
