@@ -26,6 +26,10 @@ Rules, in the order a nudge meets them:
 - **Task news.** A committed task event nudges every run subscribed to the task, except the run
   that made the change, and the task run of the task's assignee (created when first needed);
   their drivers read the news past each run's task cursor.
+- **Failures retry.** A read, or a turn's end, that fails to commit leaves the news past the
+  cursor; the run reads again after a backoff (doubling, up to `RETRY_MOST`), so it answers its
+  news once storage takes the write. A turn's end refused `HostLimits.attempts` times in a row
+  is stored as a failed turn instead (`TurnTaker._store_end`).
 - **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
   has not looked at its thread's latest event, and every run with task news past its task
   cursor, is nudged again.
@@ -46,7 +50,7 @@ from core.host.live import LiveRun
 from core.host.observer import HostObserver, NoObserver
 from core.host.reads import TurnReads
 from core.host.sessions import Sessions, ToolGrant
-from core.host.turn import HostLimits, TurnTaker
+from core.host.turn import HostLimits, TurnEndNotStored, TurnTaker
 from core.participants import Address, ParticipantKind, kind_of
 from core.roles.role import Role
 from core.runs.conversation import plan_turn
@@ -64,6 +68,8 @@ __all__ = ["HostLimits", "RunHost"]
 log = logging.getLogger("rolecall.host")
 
 ROLE_CACHE_LIMIT = 100_000
+RETRY_MOST = 30.0
+"""Seconds at most between a failed read or turn's end of a run and its next try."""
 
 
 def _utc_now() -> datetime:
@@ -292,14 +298,28 @@ class RunHost:
     # --- driving a run ----------------------------------------------------------------------
 
     async def _drive(self, live: LiveRun) -> None:
+        """Read and take turns while nudges keep coming. A read or a turn's end that fails (the
+        database refused it, or was out of reach) leaves the news past the cursor; so the run
+        is not left to wait for its next nudge — or a restart — but read again after a backoff
+        that doubles with each failure in a row, up to `RETRY_MOST` seconds."""
         try:
             while live.nudged:
                 live.nudged = False
                 try:
                     await self._read_and_turn(live)
-                except Exception:
+                except Exception as failure:
                     where = f"task {live.task_id}" if live.task_id else f"thread {live.thread_id}"
-                    log.exception("run of role:%s on %s failed", live.role, where)
+                    if isinstance(failure, TurnEndNotStored):  # logged where it happened
+                        log.info("run of role:%s on %s: its turn is taken again", live.role, where)
+                    else:
+                        log.exception("run of role:%s on %s failed", live.role, where)
+                    live.run = None  # read again: what was committed is what counts
+                    live.troubles += 1
+                    delay = self._limits.backoff * 2 ** (live.troubles - 1)
+                    await asyncio.sleep(min(delay, RETRY_MOST))
+                    live.nudged = True
+                else:
+                    live.troubles = 0
         finally:
             live.driving = None
 

@@ -54,6 +54,11 @@ class LiveRun:
     """The tool calls the running attempt may still make (None between turns)."""
     cancel_requested: bool = False
     turn_ended: asyncio.Event = field(default_factory=asyncio.Event)
+    unstored_ends: int = 0
+    """Turn ends in a row that did not commit (`TurnTaker._store_end`)."""
+    troubles: int = 0
+    """Reads or turns in a row that raised: the driver tries again after a backoff that grows
+    with them (`RunHost._drive`)."""
 
     @property
     def busy(self) -> bool:

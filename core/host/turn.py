@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from core.errors import Conflict
 from core.host.drafts import Draft, DraftKind, DraftListener
 from core.host.live import LiveRun
+from core.host.mending import Mending
 from core.host.observer import HostObserver
 from core.host.sessions import Sessions, needs_opening
 from core.roles.role import Role
@@ -50,11 +51,13 @@ from core.runtimes.base import (
     ToolCall,
 )
 from core.storage.database import Database
+from core.storage.errors import StorageUnavailable
 from core.storage.rows import to_micros
 from core.storage.run_reads import TaskTurnInput, TurnInput
 from core.storage.sql_runs import TurnRecord
 from core.timeline import Message, ThreadId
 from core.tools import RunTools, ToolBudget
+from core.values import clean_text
 
 log = logging.getLogger("rolecall.host")
 
@@ -90,11 +93,41 @@ class HostLimits:
     """Events a session's opening prompt carries."""
 
 
+class TurnEndNotStored(Exception):
+    """A turn's end did not commit; the run's driver takes the turn again after a backoff."""
+
+
+def _unstored(record: TurnRecord, why: str) -> TurnRecord:
+    """The record of a turn whose end could not be stored, stored as failed: none of what the
+    agent said or did (what storage refused is among it), the attempts' times, and why."""
+    return replace(
+        record,
+        outcome=TurnOutcome.FAILED,
+        prompt={},
+        steps=[{"kind": "error", "text": why}],
+        error=why,
+    )
+
+
 def _describe(error: BaseException) -> str:
+    """An error for the transcript and the run's `last_error`: an agent's (or a driver's, which
+    may quote the value it refused) mended as agent output is."""
     if isinstance(error, TimeoutError):
         return "the turn took longer than the role's turn_timeout"
     text = str(error) or error.__class__.__name__
-    return f"{error.__class__.__name__}: {text}"[:2000]
+    return clean_text(f"{error.__class__.__name__}: {text}"[:2000])
+
+
+def _state(session: AgentSession | None, stored: Any, steps: list[dict[str, Any]]) -> Any:
+    """The session's state to store with the turn's end (None: unchanged, nothing to store),
+    mended as agent output is (noted in `steps`)."""
+    if session is None:
+        return None
+    mending = Mending()
+    state = mending.value(dict(session.snapshot()), "the session's state")
+    if (note := mending.step()) is not None:
+        steps.append(note)
+    return None if state == stored else state
 
 
 class TurnTaker:
@@ -178,9 +211,7 @@ class TurnTaker:
             else:
                 comments = [text for text in tried.replies if text.strip()]
                 outcome = TurnOutcome.REPLIED if comments else TurnOutcome.SILENT
-                state = tried.session.snapshot() if tried.session is not None else None
-                if state is not None and state == run.session.state:
-                    state = None
+                state = _state(tried.session, run.session.state, tried.steps)
             finished_at = self._clock()
             record = TurnRecord(
                 session_id=run.session.id,
@@ -194,8 +225,18 @@ class TurnTaker:
                 attempts=tried.attempts,
                 error=tried.error,
             )
-            try:
-                after = await self._runs.finish_task_turn(
+
+            async def commit(unstored: str | None) -> Run:
+                if unstored is not None:  # see `_store_end`
+                    return await self._runs.finish_task_turn(
+                        run,
+                        task_cursor_to=plan.task_cursor_to,
+                        comments=(),
+                        record=_unstored(record, unstored),
+                        session_state=None,
+                        failed=True,
+                    )
+                return await self._runs.finish_task_turn(
                     run,
                     task_cursor_to=plan.task_cursor_to,
                     comments=comments,
@@ -203,6 +244,11 @@ class TurnTaker:
                     session_state=state,
                     failed=tried.error is not None,
                 )
+
+            try:
+                after, stored = await self._store_end(live, run, commit)
+                if not stored:
+                    outcome, state = TurnOutcome.FAILED, None
                 if state is not None or run.session.opened:
                     live.resumable = True
                 live.run = after if live.generation == generation else None
@@ -215,6 +261,46 @@ class TurnTaker:
             self._observer.turn_finished(role.name, outcome.value, seconds)
         finally:
             live.turn_ended.set()
+
+    async def _store_end(
+        self, live: LiveRun, run: Run, commit: Callable[[str | None], Awaitable[Run]]
+    ) -> tuple[Run, bool]:
+        """Commit the turn's end (`commit(None)`); the run as it now stands, and whether the end
+        was stored as the turn ended (False: stored as failed, below).
+
+        When the commit fails — the database refused it or was out of reach — the session is
+        let go (its agent's memory of this turn was not stored; it wakes from the state that
+        was) and `TurnEndNotStored` is raised: the driver reads and takes the turn again after
+        a backoff. After `HostLimits.attempts` such failures in a row the turn is stored as
+        failed instead, without anything the agent said (`commit(why)`; the people get the
+        failure notice). An outage (`StorageUnavailable`) refused nothing and counts not: the
+        turn is taken again, however long it lasts. A run is never left with news past its
+        cursor and nobody trying."""
+        try:
+            after = await commit(None)
+        except Conflict:
+            raise
+        except Exception as failure:
+            why = f"the turn's end could not be stored: {_describe(failure)}"
+            await self._sessions.close(live)
+            if isinstance(failure, StorageUnavailable):  # an outage refuses nothing: try again
+                log.warning("run %s: %s; the turn is taken again", run.id, why)
+                raise TurnEndNotStored(why) from failure
+            live.unstored_ends += 1
+            if live.unstored_ends < self._limits.attempts:
+                log.warning("run %s: %s; the turn is taken again", run.id, why)
+                raise TurnEndNotStored(why) from failure
+            log.error(
+                "run %s: %s (%d times in a row); the turn is stored as failed",
+                run.id,
+                why,
+                live.unstored_ends,
+            )
+            after = await commit(why)  # if this fails too, the driver tries again later
+            live.unstored_ends = 0
+            return after, False
+        live.unstored_ends = 0
+        return after, True
 
     async def _try(
         self, live: LiveRun, role: Role, run: Run, prompt: Prompt, tools: RunTools
@@ -297,9 +383,7 @@ class TurnTaker:
                 sent = await self._sent_elsewhere(run, after=plan.cursor_to)
             end = end_of_turn(plan.cause, replies, display_name=role.display_name, sent=sent)
             outcome, notice, messages = end.outcome, end.notice, end.messages
-            state = session.snapshot() if session is not None else None
-            if state is not None and state == run.session.state:
-                state = None  # unchanged: nothing to store
+            state = _state(session, run.session.state, steps)
         finished_at = self._clock()
         record = TurnRecord(
             session_id=run.session.id,
@@ -313,7 +397,20 @@ class TurnTaker:
             attempts=attempts,
             error=error,
         )
-        try:
+
+        async def commit(unstored: str | None) -> Run:
+            if unstored is not None:  # see `_store_end`
+                _end, after = await self._runs.finish_turn(
+                    run,
+                    cursor_to=plan.cursor_to,
+                    task_cursor_to=plan.task_cursor_to,
+                    messages=(),
+                    notice=failure_notice(role.display_name),
+                    record=_unstored(record, unstored),
+                    session_state=None,
+                    failed=True,
+                )
+                return after
             _end, after = await self._runs.finish_turn(
                 run,
                 cursor_to=plan.cursor_to,
@@ -324,6 +421,12 @@ class TurnTaker:
                 session_state=state,
                 failed=error is not None,
             )
+            return after
+
+        try:
+            after, stored = await self._store_end(live, run, commit)
+            if not stored:
+                outcome, state = TurnOutcome.FAILED, None
             if state is not None or run.session.opened:
                 live.resumable = True
             live.run = after if live.generation == generation else None
@@ -451,31 +554,42 @@ async def _collect(
     draft: Callable[[DraftKind, str], None],
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Everything the agent does in one attempt: the transcript's steps and its replies (the
-    pieces of a reply being written go to `draft`, not to the transcript)."""
+    pieces of a reply being written go to `draft`, not to the transcript). All of it mended to
+    obey `core.values`' rule, as it comes (`core.host.mending`); the last step notes what was."""
     steps: list[dict[str, Any]] = []
     replies: list[str] = []
     drafting = False
+    mending = Mending()
     async for update in session.prompt(prompt, tools):
         if isinstance(update, ReplyChunk):
             if update.text:
                 drafting = True
-                draft(DraftKind.CHUNK, update.text)
+                draft(DraftKind.CHUNK, clean_text(update.text))  # its Reply's note says it
         elif isinstance(update, Reply):
             if drafting:
                 draft(DraftKind.END, "")
                 drafting = False
-            replies.append(update.text)
-            steps.append({"kind": "reply", "text": update.text})
+            text = mending.text(update.text, f"reply {len(replies) + 1}")
+            replies.append(text)
+            steps.append({"kind": "reply", "text": text})
         elif isinstance(update, Step):
-            steps.append({"kind": update.kind, "text": update.text})
+            where = f"step {len(steps) + 1}"
+            steps.append(
+                {"kind": mending.text(update.kind, where), "text": mending.text(update.text, where)}
+            )
         elif isinstance(update, ToolCall):
             steps.append(
-                {
-                    "kind": "tool_call",
-                    "name": update.name,
-                    "arguments": dict(update.arguments),
-                    "result": update.result,
-                    "error": update.error,
-                }
+                mending.value(
+                    {
+                        "kind": "tool_call",
+                        "name": update.name,
+                        "arguments": dict(update.arguments),
+                        "result": update.result,
+                        "error": update.error,
+                    },
+                    f"tool call {update.name!r} (step {len(steps) + 1})",
+                )
             )
+    if (note := mending.step()) is not None:
+        steps.append(note)
     return steps, replies

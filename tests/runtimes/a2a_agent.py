@@ -9,6 +9,7 @@ What it does with a message depends on the newest person's message in it (the la
 - `please fail`: the task fails with the reason `the agent refuses: it was asked to fail`;
 - `take your time`: the task works until it is cancelled (the executor's `cancel` records it);
 - `never mind`: the agent cancels the task itself, saying `nothing left to do`;
+- `say a nul`: the answer holds a NUL (`a NUL \\x00 here`), which storage cannot hold;
 - `which one?`: the task asks back (`input-required`); the next message in that task completes
   it with `you chose red` (or blue, or nothing).
 
@@ -95,6 +96,8 @@ class Executor(AgentExecutor):
             await asyncio.sleep(3600)  # until cancelled
         elif "never mind" in text:
             await updater.cancel(updater.new_agent_message([new_text_part("nothing left to do")]))
+        elif "say a nul" in text:  # a NUL is valid JSON and protobuf; storage refuses it
+            await self._answer(updater, "a NUL \x00 here")
         elif "which one?" in text:
             question = "Which one do you mean, the red or the blue?"
             await updater.requires_input(updater.new_agent_message([new_text_part(question)]))

@@ -14,6 +14,10 @@ depends on the newest person message in it:
     hang              never answers
     garbage           writes a line that is not JSON on stdout, then never answers
     huge <bytes>      writes one line of that many bytes on stdout, then never answers
+    flood <chunks>    writes that many one-word reply chunks at once (a reply past any limit)
+    spew <bytes>      writes that many bytes on stderr, then replies "spewed"
+    mangle            replies, thinks and calls a tool with text that breaks the rule of
+                      acceptable values (lone surrogates, a NUL, 1e999), then ends the turn
     wait              waits for `session/cancel`, then ends the prompt as cancelled
     loop <n>          calls `recall` over MCP n times, then says how many calls were refused
     anything else     `recall`, `store` and `send_message` over MCP — and writes nothing
@@ -75,14 +79,27 @@ def journal(event: str, **details: Any) -> None:
             out.write(json.dumps(entry) + "\n")
 
 
-def write_raw(data: bytes) -> None:
+def write_raw(data: bytes, fd: int = 1) -> None:
     """Write past the protocol, all of it (stdout is non-blocking under the event loop)."""
     view = memoryview(data)
     while view:
         try:
-            view = view[os.write(1, view) :]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             time.sleep(0.01)
+
+
+def update_line(session_id: str, update: Any) -> bytes:
+    """A `session/update` notification written by hand (json.dumps writes a lone surrogate as
+    its `\\ud800` escape, and infinity as `Infinity`; an SDK would refuse both)."""
+    if not isinstance(update, dict):
+        update = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }
+    return json.dumps(message).encode() + b"\n"
 
 
 def last_person_message(text: str) -> str:
@@ -160,6 +177,14 @@ class FakeAgent:
             if word == "huge":
                 write_raw(b"x" * int(rest))
             await asyncio.Event().wait()
+        elif word == "flood":
+            chunk = update_line(session_id, update_agent_message_text("flood "))
+            write_raw(chunk * int(rest))
+        elif word == "spew":
+            write_raw(b"e" * int(rest), fd=2)
+            await self._say(session_id, "spewed")
+        elif word == "mangle":
+            self._mangle(session_id)
         elif word == "wait":
             await self._cancelled.setdefault(session_id, asyncio.Event()).wait()
             journal("cancelled", session_id=session_id)
@@ -170,6 +195,24 @@ class FakeAgent:
             await self._use_tools(session_id, said)
         journal("answered", session_id=session_id, said=said, seconds=time.perf_counter() - began)
         return PromptResponse(stop_reason="end_turn")
+
+    def _mangle(self, session_id: str) -> None:
+        """Updates a well-behaved SDK would not send: text with lone surrogates and a NUL, a
+        tool call whose input holds an infinite number."""
+        mangled = [
+            update_agent_thought_text("thinking \udfff hard"),
+            update_agent_message_text("lone \ud800 surrogate "),
+            update_agent_message_text("and a NUL \x00 here"),
+        ]
+        call = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "mangled-1",
+            "title": "Measure \ud83d",
+            "kind": "other",
+            "status": "completed",
+            "rawInput": {"size": float("inf"), "name": "nul\x00"},
+        }
+        write_raw(b"".join(update_line(session_id, u) for u in [*mangled, call]))
 
     async def _say(self, session_id: str, text: str) -> None:
         await self._conn.session_update(session_id, update_agent_message_text(text))

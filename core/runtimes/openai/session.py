@@ -71,6 +71,7 @@ from core.runtimes.openai.wire import (
     RequestedCall,
     complete,
 )
+from core.values import clean_value
 
 _ARGUMENTS_SHOWN = 2_000
 """Characters of unreadable arguments the transcript keeps."""
@@ -138,7 +139,9 @@ class ChatSession:
                 else:
                     yield update
             assert message is not None
-            turn.append(message.to_chat())
+            # What the model said joins the history mended (a lone surrogate, a NUL): the history
+            # is sized in UTF-8, sent back to the model, and stored as the session's state.
+            turn.append(clean_value(message.to_chat())[0])
             if message.reasoning.strip():
                 yield Step("thought", cut(message.reasoning.strip()))
             if message.content.strip():
