@@ -12,14 +12,26 @@ an entry iff
 participant was removed stay recallable in that thread after the re-add. An agent's to-dos are
 entries whose payload says so (e.g. `{"kind": "todo", …}`); there is no separate store.
 
+An operator may redact an entry: a `Redaction` {entry_id, role, at, by, reason} is recorded
+beside it (the entry itself is never changed or deleted; memory stays append-only), at most one
+per entry, and from then on the entry is recalled nowhere — in no thread, by no query.
+
 A recall query is free text, matched word by word (every word must occur) against the text of
 the payload, plus optional equality filters on top-level payload fields (`where`). Nothing here
 does I/O; storage implements the query with SQLite FTS5 or PostgreSQL full-text search.
+
+Memory cannot be poisoned: a payload, a query and its filters must be acceptable values
+(`core.values`) before they reach storage, so every entry stored can be indexed, filtered and
+read back on both backends. Entries that older versions stored with values storage cannot read
+(NaN, infinities, integers past 64 bits, NUL, lone surrogates) are read through
+`payload_from_storage`, which never fails: what it cannot keep it mends (`clean_value`) and says
+so (`MemoryEntry.cleaned`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +40,8 @@ from typing import Any, NewType
 
 from core.errors import InvalidInput, TooLarge
 from core.memory_policy import MemoryPolicy
-from core.timeline import ThreadId
+from core.timeline import ThreadId, check_reason
+from core.values import MAX_INT, MIN_INT, check_text, check_value, clean_value
 
 MemoryId = NewType("MemoryId", str)
 
@@ -43,6 +56,17 @@ JsonScalar = str | int | float | bool | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Redaction:
+    """An operator's redaction of one entry: who (`by`), when, and why (`reason`, optional)."""
+
+    entry_id: MemoryId
+    role: str
+    at: datetime
+    by: str
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryEntry:
     id: MemoryId
     role: str
@@ -50,6 +74,10 @@ class MemoryEntry:
     payload: Mapping[str, Any]
     thread_id: ThreadId | None
     thread_only: bool
+    redaction: Redaction | None = None
+    """Set when an operator redacted the entry (only operator listings show such entries)."""
+    cleaned: bool = False
+    """The payload as stored held values storage cannot read, and was mended on reading."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +97,10 @@ def stamp(thread_id: ThreadId | None, policy: MemoryPolicy | None) -> tuple[Thre
 
 
 def recallable_in(entry: MemoryEntry, thread_id: ThreadId | None) -> bool:
-    """The visibility rule. Outside any thread (None): entries of no thread, and shared ones."""
+    """The visibility rule. Outside any thread (None): entries of no thread, and shared ones.
+    A redacted entry is recallable nowhere."""
+    if entry.redaction is not None:
+        return False
     return entry.thread_id is None or entry.thread_id == thread_id or not entry.thread_only
 
 
@@ -102,8 +133,11 @@ def matches(entry: MemoryEntry, recall: Recall) -> bool:
 
 
 def check_payload(raw: object) -> dict[str, Any]:
+    """A payload to store: a JSON object of acceptable values (`core.values`, field
+    `payload`), at most `MAX_PAYLOAD_BYTES` as JSON."""
     if not isinstance(raw, dict):
         raise InvalidInput("payload must be a JSON object", code="invalid_payload")
+    check_value(raw, "payload")
     size = len(json.dumps(raw, ensure_ascii=False).encode())
     if size > MAX_PAYLOAD_BYTES:
         raise TooLarge(
@@ -118,6 +152,7 @@ def parse_recall(query: object = None, *, where: object = None, limit: object = 
         query = ""
     if not isinstance(query, str):
         raise InvalidInput("query must be a string", code="invalid_query")
+    check_text(query, "query")
     if len(query) > MAX_QUERY_LENGTH:
         raise InvalidInput(
             f"query is {len(query)} characters; the limit is {MAX_QUERY_LENGTH}",
@@ -136,6 +171,7 @@ def parse_recall(query: object = None, *, where: object = None, limit: object = 
                 "'-') and plain values (string, number, true/false or null)",
                 code="invalid_where",
             )
+        check_value(where, "where")
         filters = dict(where)
     if limit is None:
         count = DEFAULT_RECALL
@@ -147,3 +183,36 @@ def parse_recall(query: object = None, *, where: object = None, limit: object = 
         )
     words = tuple(dict.fromkeys(_WORD.findall(query.lower())))
     return Recall(words=words, where=filters, limit=count)
+
+
+def check_redaction_reason(raw: object) -> str | None:
+    """The optional reason an operator gives for a redaction (as a retraction's reason)."""
+    reason = check_reason(raw)
+    return check_text(reason, "reason") if reason is not None else None
+
+
+def _int_or_overflow(digits: str) -> int | float:
+    # An integer past 64 bits becomes infinity, which `clean_value` turns into null; so does one
+    # of more digits than `int()` will parse, which would otherwise fail the whole payload.
+    if len(digits) > 20:
+        return math.inf
+    number = int(digits)
+    return number if MIN_INT <= number <= MAX_INT else math.inf
+
+
+_tolerant = json.JSONDecoder(parse_int=_int_or_overflow)
+"""Python's decoder already reads `NaN` and `Infinity` (as older versions of SQLite rows hold)."""
+
+
+def payload_from_storage(stored: str) -> tuple[dict[str, Any], bool]:
+    """A stored payload's JSON text as a payload of acceptable values, and whether it had to be
+    mended. Never raises: text that is not a JSON object at all (no version of Rolecall wrote
+    such) reads as `{}`, mended."""
+    try:
+        decoded = _tolerant.decode(stored)
+    except (ValueError, RecursionError):
+        return {}, True
+    if not isinstance(decoded, dict):
+        return {}, True
+    mended, changed = clean_value(decoded)
+    return mended, changed

@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gateway.cli_endpoints import add_endpoint_commands  # it uses this module's helpers
 
     add_endpoint_commands(commands)
+    from gateway.cli_memory import add_memory_commands  # it uses this module's helpers
+
+    add_memory_commands(commands)
     from gateway.cli_hooks import add_hook_commands  # it uses this module's helpers
 
     add_hook_commands(commands)

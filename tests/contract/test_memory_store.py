@@ -16,6 +16,7 @@ from core.memory_policy import MemoryPolicy
 from core.participants import Address, ParticipantSet
 from core.storage.database import Database, open_database
 from core.timeline import ThreadId
+from tests.old_memory import insert_raw, old_payloads
 
 ROLE = "concierge"
 EVERYTHING = parse_recall("", limit=100)
@@ -130,7 +131,9 @@ payloads = st.fixed_dictionaries(
     optional={"kind": st.sampled_from(["todo", "note"])},
 )
 plans = st.lists(
-    st.tuples(st.sampled_from([0, 1, 2, None]), st.booleans(), payloads), min_size=1, max_size=12
+    st.tuples(st.sampled_from([0, 1, 2, None]), st.booleans(), payloads, st.booleans()),
+    min_size=1,
+    max_size=12,
 )
 queries = st.tuples(
     st.lists(st.sampled_from(WORDS), max_size=2),
@@ -146,8 +149,8 @@ _roles = itertools.count()
 @given(plan=plans, query=queries)
 def test_recall_returns_exactly_what_the_rules_allow(database_url, plan, query):
     """Each example: threads with random policies, entries stored in random threads (or none),
-    one recall from one of the threads (or none) — compared with `recallable_in` and `matches`
-    over everything stored, newest first."""
+    some of them redacted, one recall from one of the threads (or none) — compared with
+    `recallable_in` and `matches` over everything stored, newest first."""
     role = f"prop{next(_roles)}"
 
     async def example() -> tuple[list[MemoryEntry], list[MemoryEntry]]:
@@ -162,12 +165,15 @@ def test_recall_returns_exactly_what_the_rules_allow(database_url, plan, query):
                 for i in range(3)
             ]
             stored = []
-            for where, shared, payload in plan:
+            for where, shared, payload, redacted in plan:
                 thread_id = threads[where] if where is not None else None
                 if thread_id is not None:
                     policy = MemoryPolicy(thread_only=not shared)
                     await db.threads.set_memory_policy(thread_id, policy)
-                stored.append(await db.memory.store(role, payload, thread_id=thread_id))
+                entry = await db.memory.store(role, payload, thread_id=thread_id)
+                if redacted:
+                    entry = await db.memory.redact(role, entry.id, by="operator", reason=None)
+                stored.append(entry)
             words, filters, reader = query
             recall = Recall(words=tuple(words), where=filters, limit=100)
             thread_id = threads[reader] if reader is not None else None
@@ -187,6 +193,200 @@ def test_recall_arguments_are_checked():
     from core.errors import InvalidInput
 
     for bad in ({"limit": 0}, {"limit": 101}, {"limit": True}, {"where": {"a.b": 1}},
-                {"where": {"a": [1]}}, {"query": 5}):  # fmt: skip
+                {"where": {"a": [1]}}, {"query": 5}, {"query": "tea\x00"},
+                {"where": {"a": float("inf")}}, {"where": {"a": 2**63}},
+                {"where": {"a": "\ud800"}}):  # fmt: skip
         with pytest.raises(InvalidInput):
             parse_recall(**bad)
+
+
+# --- memory that cannot be poisoned ----------------------------------------------------------
+
+BAD_VALUES = [
+    (float("inf"), "invalid_number"),
+    (float("nan"), "invalid_number"),
+    (2**63, "invalid_number"),
+    ("a\x00b", "nul_character"),
+    ("\ud800", "invalid_unicode"),
+]
+
+
+@pytest.mark.parametrize(("value", "code"), BAD_VALUES)
+async def test_storing_refuses_what_core_values_refuses_whoever_calls(database, value, code):
+    """The repository itself checks, so the tools and any in-process caller cannot store what
+    storage could not read back; nothing is stored."""
+    from core.errors import InvalidInput
+
+    alice = await _thread(database, "person:alice")
+    for payload in ({"kind": "note", "x": value}, {"kind": "note", "deep": [{"x": value}]}):
+        with pytest.raises(InvalidInput) as refused:
+            await database.memory.store(ROLE, payload, thread_id=alice)
+        assert refused.value.code == code
+        assert "payload." in refused.value.message  # names the field
+    with pytest.raises(InvalidInput):
+        await database.memory.store(ROLE, {"a\x00": 1}, thread_id=alice)
+    assert await database.memory.recall(ROLE, EVERYTHING, thread_id=alice) == []
+
+
+async def _upgrade_to(url: str, revision: str) -> None:
+    from alembic import command
+
+    from core.storage.engine import create_engine
+    from core.storage.migrate import _config
+
+    engine = create_engine(url, pool_size=1, writer=True)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.upgrade(_config(c), revision))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def old_database_url(database_url, tmp_path):
+    """An empty database of the same backend as `database_url`, at revision 0015 (before
+    memory was guarded); a PostgreSQL one is dropped afterwards."""
+    import uuid
+
+    from tests.conftest import _admin
+
+    if database_url.startswith("sqlite"):
+        url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
+        await _upgrade_to(url, "0015")
+        yield url
+        return
+    name = f"rolecall_old_{uuid.uuid4().hex[:12]}"
+    await _admin(f'CREATE DATABASE "{name}"')
+    try:
+        url = f"{database_url.rsplit('/', 1)[0]}/{name}"
+        await _upgrade_to(url, "0015")
+        yield url
+    finally:
+        await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _acceptable(entry: MemoryEntry) -> bool:
+    from core.values import check_value
+
+    check_value(dict(entry.payload), "payload")  # raises when not
+    return True
+
+
+async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(old_database_url):
+    """Before 0016, a `where` recall that could see such an entry failed. After the upgrade,
+    every recall answers; every payload read is acceptable, those mended on reading say so; on
+    PostgreSQL (mended into `jsonb`) they match filters again, on SQLite only the payloads that
+    are not JSON (`Infinity`, `NaN`) stay out of filtered recalls."""
+    dialect = "sqlite" if old_database_url.startswith("sqlite") else "postgresql"
+    payloads = old_payloads(dialect)
+    await insert_raw(old_database_url, payloads, role=ROLE, column="json")
+    await _upgrade_to(old_database_url, "head")
+
+    db = await open_database(old_database_url)
+    try:
+        everything = await db.memory.recall(ROLE, EVERYTHING, thread_id=None)
+        notes = await db.memory.recall(ROLE, parse_recall(where={"kind": "note"}), thread_id=None)
+        found = await db.memory.recall(ROLE, parse_recall("good tea"), thread_id=None)
+    finally:
+        await db.close()
+    by_text = {str(e.payload["text"]): e for e in everything}
+    assert set(by_text) == set(payloads)
+    assert all(_acceptable(e) for e in everything)
+    # Read-time mending is flagged; PostgreSQL's NUL and surrogates were mended by 0016 already.
+    mended_on_read = set(payloads) - {"good"} if dialect == "sqlite" else {"huge"}
+    assert {t for t, e in by_text.items() if e.cleaned} == mended_on_read
+    assert by_text["good"].payload == payloads["good"]
+    assert by_text["huge"].payload["x"] is None
+    assert by_text["nul"].payload["x"] == "ab"
+    assert by_text["surrogate"].payload["x"] == "a\ufffdb"
+    if dialect == "sqlite":
+        assert by_text["infinite"].payload["x"] is None
+        assert by_text["nan"].payload == {"kind": "note", "text": "nan", "x": None, "y": None}
+        assert sorted(_texts(notes)) == ["good", "huge", "nul", "surrogate"]
+    else:
+        assert sorted(_texts(notes)) == sorted(payloads)
+    assert _texts(found) == ["good"]
+
+
+async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, database):
+    """What a raw write can still put in today's schema: on SQLite anything (so recall guards
+    its filters and mends on reading); on PostgreSQL `jsonb` refuses NUL and lone surrogates
+    itself, and keeps numbers beyond 64 bits, which are read as null."""
+    from sqlalchemy.exc import DBAPIError
+
+    sqlite = database_url.startswith("sqlite")
+    alice = await _thread(database, "person:alice")
+    await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
+    await database.memory.store(ROLE, {"kind": "note", "text": "fine"}, thread_id=alice)
+    if sqlite:
+        poison = old_payloads("sqlite")
+    else:
+        poison = {"huge": {"kind": "note", "text": "huge", "x": 10**400}}
+        for refused in ("nul", "surrogate"):
+            with pytest.raises(DBAPIError):
+                await insert_raw(database_url, {refused: old_payloads("pg")[refused]}, role=ROLE)
+    await insert_raw(database_url, poison, role=ROLE)
+
+    for thread_id in (alice, None):
+        for recall in (EVERYTHING, parse_recall(where={"kind": "note"}), parse_recall("note")):
+            found = await database.memory.recall(ROLE, recall, thread_id=thread_id)
+            assert all(_acceptable(e) for e in found)
+            assert "fine" in _texts(found)
+        notes = parse_recall(where={"kind": "note"}, limit=100)
+        filtered = set(_texts(await database.memory.recall(ROLE, notes, thread_id=thread_id)))
+        assert filtered >= {"fine", "huge"}
+        assert not filtered & {"infinite", "nan"}  # SQLite: not JSON, so no filter matches them
+
+
+# --- redaction --------------------------------------------------------------------------------
+
+
+async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(database):
+    alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
+    await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
+    bad = await database.memory.store(ROLE, {"kind": "note", "text": "poison"}, thread_id=alice)
+    kept = await database.memory.store(ROLE, {"kind": "note", "text": "kept"}, thread_id=alice)
+    everywhere = await database.memory.store(ROLE, {"kind": "note", "text": "rule"}, thread_id=None)
+
+    redacted = await database.memory.redact(ROLE, bad.id, by="operator", reason="it lies")
+    assert redacted.id == bad.id and redacted.payload == bad.payload
+    assert redacted.redaction is not None
+    assert (redacted.redaction.by, redacted.redaction.reason) == ("operator", "it lies")
+
+    queries = [EVERYTHING, parse_recall("poison"), parse_recall(where={"kind": "note"}),
+               parse_recall("note", where={"text": "poison"})]  # fmt: skip
+    for thread_id in (alice, bob, None):
+        for query in queries:
+            found = await database.memory.recall(ROLE, query, thread_id=thread_id)
+            assert bad.id not in [e.id for e in found]
+    assert _texts(await database.memory.recall(ROLE, EVERYTHING, thread_id=bob)) == [
+        "rule",
+        "kept",
+    ]
+
+    listed = await database.memory.list(ROLE, after=None, limit=10)
+    assert [e.id for e in listed] == [bad.id, kept.id, everywhere.id]  # oldest first
+    assert [e.redaction is not None for e in listed] == [True, False, False]
+    assert listed[0].redaction == redacted.redaction
+    assert [e.id for e in await database.memory.list(ROLE, after=bad.id, limit=1)] == [kept.id]
+    in_alice = await database.memory.list(ROLE, thread_id=alice, after=None, limit=10)
+    assert [e.id for e in in_alice] == [bad.id, kept.id]
+
+
+async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database):
+    from core.errors import Conflict, NotFound
+
+    entry = await database.memory.store(ROLE, {"text": "once"}, thread_id=None)
+    first = await database.memory.redact(ROLE, entry.id, by="operator", reason=None)
+    with pytest.raises(Conflict) as twice:
+        await database.memory.redact(ROLE, entry.id, by="operator", reason="again")
+    assert twice.value.code == "already_redacted"
+    listed = await database.memory.list(ROLE, after=None, limit=10)
+    assert listed[0].redaction == first.redaction  # the first one stands
+
+    other = await database.memory.store("other", {"text": "theirs"}, thread_id=None)
+    for role, entry_id in ((ROLE, other.id), (ROLE, "0" * 32), ("nobody", entry.id)):
+        with pytest.raises(NotFound) as missing:
+            await database.memory.redact(role, entry_id, by="operator", reason=None)
+        assert missing.value.code == "memory_entry_not_found"
+    assert await database.memory.has_entries(ROLE) and not await database.memory.has_entries("x")

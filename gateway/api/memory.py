@@ -1,0 +1,111 @@
+"""A role's agent memory over HTTP, for operators: find an entry, redact it.
+
+    GET  /api/v1/roles/{role}/memory[?thread=&after=&limit=]   every entry, oldest first,
+                                                              redacted ones included and marked
+    POST /api/v1/roles/{role}/memory/{entry_id}/redact        {reason?} -> 201, the entry with
+                                                              its redaction
+
+Agents store and recall through the tools (`core.tools`); this is the operator's view, which sees
+every entry of the role whatever its thread. A redaction is appended beside the entry, never in
+place of it; from then on no recall returns the entry. Redacting an entry twice is 409
+`already_redacted` (the first redaction, who, when and why, stands). The operator token names no
+one, so a redaction is recorded as made `by` "operator".
+
+A role is known when this gateway serves it or when it has memory (a role whose manifest was
+removed keeps its memory, which an operator may still need to redact); any other is 404
+`role_not_found`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aiohttp import web
+
+from core.errors import InvalidInput, NotFound
+from core.memory import MemoryEntry, check_redaction_reason
+from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
+from core.timeline import ThreadId, rfc3339
+from core.values import text_problem
+from gateway.api import DATABASE_KEY, field, query_int, read_object, read_query
+from gateway.roles import ROLES_KEY
+
+REDACTED_BY = "operator"
+_ID = re.compile(r"[0-9a-f]{32}")
+_MAX_ROLE = 64
+
+routes = web.RouteTableDef()
+
+
+def entry_json(entry: MemoryEntry) -> dict[str, Any]:
+    redaction = entry.redaction
+    return {
+        "id": entry.id,
+        "role": entry.role,
+        "at": rfc3339(entry.at),
+        "thread_id": entry.thread_id,
+        "thread_only": entry.thread_only,
+        "payload": dict(entry.payload),
+        "cleaned": entry.cleaned,
+        "redacted": None
+        if redaction is None
+        else {"at": rfc3339(redaction.at), "by": redaction.by, "reason": redaction.reason},
+    }
+
+
+async def _role(request: web.Request) -> str:
+    name = request.match_info["role"]
+    plausible = text_problem(name) is None and len(name) <= _MAX_ROLE
+    memory = request.app[DATABASE_KEY].memory
+    if plausible and (name in request.app[ROLES_KEY] or await memory.has_entries(name)):
+        return name
+    raise NotFound(f"no role named {name!r} is served here or has memory", code="role_not_found")
+
+
+def _id_parameter(params: dict[str, str], name: str, what: str) -> str | None:
+    raw = params.get(name)
+    if raw is not None and not _ID.fullmatch(raw):
+        raise InvalidInput(
+            f"query parameter {name!r} must be {what} (32 hex digits), not {raw!r}",
+            code="invalid_parameter",
+        )
+    return raw
+
+
+@routes.get("/api/v1/roles/{role}/memory")
+async def list_memory(request: web.Request) -> web.Response:
+    params = read_query(request, ["thread", "after", "limit"])
+    thread = _id_parameter(params, "thread", "a thread id")
+    after = _id_parameter(params, "after", "an entry id")
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    role = await _role(request)
+    found = await request.app[DATABASE_KEY].memory.list(
+        role,
+        thread_id=ThreadId(thread) if thread is not None else None,
+        after=after,
+        limit=limit + 1,
+    )
+    page = found[:limit]
+    return web.json_response(
+        {
+            "entries": [entry_json(e) for e in page],
+            "next": page[-1].id if len(found) > limit else None,
+        }
+    )
+
+
+@routes.post("/api/v1/roles/{role}/memory/{entry_id}/redact")
+async def redact_memory(request: web.Request) -> web.Response:
+    body = await read_object(request, optional=["reason"], empty_ok=True)
+    reason = field(body, "reason", check_redaction_reason)
+    role = await _role(request)
+    entry_id = request.match_info["entry_id"]
+    if not _ID.fullmatch(entry_id):
+        raise NotFound(
+            f"role {role!r} has no memory entry {entry_id!r}", code="memory_entry_not_found"
+        )
+    entry = await request.app[DATABASE_KEY].memory.redact(
+        role, entry_id, by=REDACTED_BY, reason=reason
+    )
+    return web.json_response(entry_json(entry), status=201)
