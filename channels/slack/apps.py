@@ -25,22 +25,28 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackTokenRotationError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.verify import without_person_text
+from core.errors import InvalidInput
 from core.roles import ManifestError, Role
+from core.values import check_value
 
 WEB_API_TIMEOUT = 10
 
+log = logging.getLogger("rolecall.slack")
 _bolt_log = logging.getLogger("rolecall.slack.bolt")
 # Bolt logs a refused request's body at INFO: people's messages must not reach the logs.
 _bolt_log.setLevel(logging.WARNING)
@@ -142,7 +148,23 @@ def bolt_app(
         )
     if oauth is not None:
         app.enable_token_revocation_listeners()  # app_uninstalled, tokens_revoked
+    if socket:  # over HTTP the route checked the body already (channels/slack/verify.py)
+        app.middleware(_acceptable_values)
     return app
+
+
+async def _acceptable_values(
+    req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+) -> BoltResponse:
+    """A Socket Mode envelope whose values, but for a person's text, `core.values` does not
+    accept is acknowledged and dropped (logged), before any handler: Slack would only send it
+    again."""
+    try:
+        check_value(without_person_text(req.body), "the event")
+    except InvalidInput as error:
+        log.info("slack event dropped: %s", error.message)
+        return BoltResponse(status=200, body="")
+    return await next()
 
 
 # --- acting in a workspace ----------------------------------------------------------------------

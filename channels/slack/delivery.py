@@ -11,11 +11,18 @@ the database) and acts on those of conversations bound to a DM:
   replaces its text with a retraction notice;
 - the gateway's notes ("a fresh session started", "the role did not answer") are posted in italics.
 
-The cursor moves past a message only in the transaction that records its Slack `ts`, after Slack
-accepted the post: a restart re-posts nothing Slack has and loses nothing it has not. A post
-whose answer never came (a timeout) is looked for in the channel's history, by the message id
-in its metadata, before it is posted again. Posts to one channel are paced (`pace` seconds
-apart); 429s are waited out by the SDK's retry handler.
+Each post is made exactly once, across failures and crashes, by an outbox: the intent to post an
+event is committed before `chat.postMessage` (`IntendToPost`), and the post carries the event id
+in its message metadata (`{event_type: rolecall_message, event_payload: {id}}`), which Slack
+keeps with the message. The `ts` Slack answers is recorded, and the intent deleted, in one
+transaction; the cursor moves past the page after that. A post that may have reached Slack
+without its ts being recorded — its answer never came (a timeout, a dropped connection, a 5xx),
+or an intent was found already there (a crash, a cancelled attempt, another replica) — is looked
+for in the DM's history (`_find`, by the event id in the metadata) before it is posted again;
+while that history cannot be read, nothing is posted. What is left (docs/slack.md): a post Slack
+accepted but does not show in its history yet, or that is further back than `FIND_PAGES` pages.
+Posts to one channel are paced (`pace` seconds apart); 429s are waited out by the SDK's retry
+handler.
 
 Which Slack message a reply answers is mostly known without a read: the worker goes through the
 stream in order, so for each conversation it knows the latest message not written by the role
@@ -53,6 +60,7 @@ from core.storage.database import Database
 from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
 from core.tasks import TaskEvent
 from core.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
+from core.values import clean_text
 
 log = logging.getLogger("rolecall.slack")
 
@@ -61,6 +69,13 @@ METADATA_TYPE = "rolecall_message"
 RETRACTED_NOTICE = "_This message was retracted._"
 POST_ATTEMPTS = 5
 RETRY_PAUSE = 1.0
+FIND_PAGES = 3
+"""Pages of the DM's history (or of the thread's replies) looked through for a post that may
+have reached Slack: `FIND_PAGE` messages each (the DM's history newest first, a thread's replies
+oldest first)."""
+FIND_PAGE = 200
+MAYBE_TAKEN = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+"""Slack's answers that say it may have acted on the call before it failed (like a 5xx)."""
 PERMANENT = frozenset(
     {"channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "no_text"}
 )
@@ -83,6 +98,34 @@ class _Post:
     thread_ts: str | None
 
 
+class SlackUnavailable(Exception):
+    """A post Slack did not take in `POST_ATTEMPTS` attempts (Slack down, a revoked token): the
+    delivery stops at it, the cursor stays, and the page is gone through again."""
+
+
+def _code(error: SlackApiError) -> str | None:
+    """Slack's error code, if its answer was JSON (an outage may answer an HTML page)."""
+    data = error.response.data
+    return str(data.get("error")) if isinstance(data, dict) and data.get("error") else None
+
+
+def _unavailable(error: Exception) -> SlackUnavailable | None:
+    """`error` when it is Slack not taking a post — alone, or as all a task group raised."""
+    if isinstance(error, SlackUnavailable):
+        return error
+    if isinstance(error, ExceptionGroup):
+        matched, rest = error.split(SlackUnavailable)
+        if matched is not None and rest is None:
+            first = matched.exceptions[0]
+            return _unavailable(first) if isinstance(first, Exception) else None
+    return None
+
+
+def _maybe_taken(error: SlackApiError) -> bool:
+    """Slack failed in a way that says it may have acted on the call (a 5xx, `internal_error`)."""
+    return error.response.status_code >= 500 or _code(error) in MAYBE_TAKEN
+
+
 @dataclass(frozen=True, slots=True)
 class _Latest:
     """The latest message of a conversation not written by the role, as the worker found it in
@@ -93,6 +136,10 @@ class _Latest:
     channel: str | None
     thread_ts: str | None
     """Its Slack thread, when the inbound handler told it (`Delivery.said`)."""
+
+
+class _Unread(Exception):
+    """The DM's history could not be read: whether a post reached Slack is not known."""
 
 
 SAID_KEPT = 100_000
@@ -229,8 +276,11 @@ class Delivery:
                 await self._drain()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the cursor has not moved: the next wake tries again
-                log.exception("slack delivery of role %s stopped short", self.role.name)
+            except Exception as error:  # the cursor has not moved: the next wake tries again
+                if (unavailable := _unavailable(error)) is not None:  # expected: no traceback
+                    log.warning("slack delivery of role %s waits: %s", self.role.name, unavailable)
+                else:
+                    log.exception("slack delivery of role %s stopped short", self.role.name)
                 self._latest.clear()  # the page is gone through again: followed anew
                 await asyncio.sleep(RETRY_PAUSE)
                 self._wake.set()
@@ -287,15 +337,19 @@ class Delivery:
         post = await self._post_for(event, answers)
         if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
             return  # nothing to post, or posted already (before a failure or a restart)
+        # The intent first: whatever happens from here on, a later attempt knows to look.
+        first = await self._db.slack.intend(self.role.name, event.id, binding.channel_id)
         ts = None
         if isinstance(event, Message) and event.author == self.role.address:
-            ts = await self.streams.claim(event.thread_id, event.text)
+            ts = await self.streams.claim(event.thread_id, event.text, self._metadata(event))
         if ts is None:
-            ts = await self._send(binding, event, post)
+            ts = await self._send(binding, event, post, look_first=not first)
         if ts is not None:
             await self._db.slack.posted(
                 PostedToSlack(self.role.name, event.id, binding.channel_id, ts, post.thread_ts)
             )
+        else:
+            await self._db.slack.give_up(self.role.name, event.id)
 
     # --- what each event becomes --------------------------------------------------------------
 
@@ -364,62 +418,99 @@ class Delivery:
             with contextlib.suppress(SlackApiError):
                 await client.chat_update(channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE)
 
-    async def _send(self, binding: SlackBinding, event: AnyEvent, post: _Post) -> str | None:
-        """Post it once; its ts, or None when Slack will never take it (logged)."""
+    def _metadata(self, event: AnyEvent) -> dict[str, Any]:
+        """The marker Slack keeps with our post of `event`: how `_find` knows it."""
+        return {"event_type": METADATA_TYPE, "event_payload": {"id": event.id}}
+
+    async def _send(
+        self, binding: SlackBinding, event: AnyEvent, post: _Post, *, look_first: bool
+    ) -> str | None:
+        """Post it once; its ts, or None when Slack will never take it (logged). With
+        `look_first` (an earlier attempt may have reached Slack), and after any failure that
+        says Slack may have taken it, the DM's history is read first; nothing is posted while
+        it cannot be read. `SlackUnavailable` after `POST_ATTEMPTS` attempts."""
         channel = binding.channel_id
         for attempt in range(POST_ATTEMPTS):
-            await self._paced(channel)
+            if attempt:
+                await asyncio.sleep(RETRY_PAUSE * 2 ** (attempt - 1))
             try:
                 client = await self._clients.for_team(binding.team_id)
             except NotInstalled as error:
                 log.warning("slack will not take message %s: %s", event.id, error)
                 return None
+            if look_first:
+                try:
+                    found = await self._find(client, channel, event, post.thread_ts)
+                except _Unread as error:
+                    log.info("slack history not read (%s): not posting %s yet", error, event.id)
+                    continue
+                if found is not None:
+                    log.info("slack has message %s already (%s): not posted again", event.id, found)
+                    return found
+                look_first = False
+            await self._paced(channel)
             try:
                 answer = await client.chat_postMessage(
                     channel=channel,
-                    text=post.text,
+                    text=clean_text(post.text),
                     thread_ts=post.thread_ts,
-                    metadata={"event_type": METADATA_TYPE, "event_payload": {"id": event.id}},
+                    metadata=self._metadata(event),
                     unfurl_links=False,
                 )
                 return str(answer["ts"])
             except SlackApiError as error:
-                code = error.response.get("error")
+                code = _code(error)
                 if code in PERMANENT:
                     log.warning("slack will not take message %s: %s", event.id, code)
                     return None
                 self._clients.refused(binding.team_id, client, code)
-                log.info("slack post failed (%s), attempt %d", code, attempt + 1)
+                look_first = _maybe_taken(error)
+                status = error.response.status_code
+                log.info("slack post failed (%s, HTTP %s), attempt %d", code, status, attempt + 1)
             except (TimeoutError, aiohttp.ClientError) as error:
                 log.info("slack post unanswered (%s): looking for it", type(error).__name__)
-                if (found := await self._find(client, channel, event, post.thread_ts)) is not None:
-                    return found
-            await asyncio.sleep(RETRY_PAUSE * 2**attempt)
-        raise RuntimeError(f"message {event.id} could not be posted to slack")
+                look_first = True
+        raise SlackUnavailable(
+            f"message {event.id} not posted to slack in {POST_ATTEMPTS} attempts"
+        )
 
     async def _find(
         self, client: AsyncWebClient, channel: str, event: AnyEvent, thread_ts: str | None
     ) -> str | None:
-        """The ts of our post of this event, if Slack has it after all (a reply in a thread
-        is found among the thread's replies, not in the channel's history)."""
-        try:
-            if thread_ts is not None:
-                answer = await client.conversations_replies(
-                    channel=channel, ts=thread_ts, limit=200, include_all_metadata=True
-                )
-            else:
-                answer = await client.conversations_history(
-                    channel=channel, limit=50, include_all_metadata=True
-                )
-        except (SlackApiError, TimeoutError, aiohttp.ClientError):
-            return None
-        for message in answer.get("messages") or []:
-            metadata = message.get("metadata") or {}
-            if (
-                metadata.get("event_type") == METADATA_TYPE
-                and (metadata.get("event_payload") or {}).get("id") == event.id
-            ):
-                return str(message["ts"])
+        """The ts of our post of this event, if Slack has it (a reply in a thread is found
+        among the thread's replies, not in the channel's history), looked for in the newest
+        `FIND_PAGES` pages; `_Unread` when Slack did not answer."""
+        cursor: str | None = None
+        for _ in range(FIND_PAGES):
+            try:
+                if thread_ts is not None:
+                    answer = await client.conversations_replies(
+                        channel=channel,
+                        ts=thread_ts,
+                        limit=FIND_PAGE,
+                        include_all_metadata=True,
+                        cursor=cursor,
+                    )
+                else:
+                    answer = await client.conversations_history(
+                        channel=channel, limit=FIND_PAGE, include_all_metadata=True, cursor=cursor
+                    )
+            except SlackApiError as error:
+                if _code(error) == "thread_not_found":  # the thread's first message is gone
+                    return None
+                raise _Unread(_code(error) or f"HTTP {error.response.status_code}") from None
+            except (TimeoutError, aiohttp.ClientError) as error:
+                raise _Unread(type(error).__name__) from None
+            for message in answer.get("messages") or []:
+                metadata = message.get("metadata") or {}
+                if (
+                    metadata.get("event_type") == METADATA_TYPE
+                    and (metadata.get("event_payload") or {}).get("id") == event.id
+                ):
+                    return str(message["ts"])
+            cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+            if not answer.get("has_more") or cursor is None:
+                return None
         return None
 
     async def _paced(self, channel: str) -> None:

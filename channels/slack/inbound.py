@@ -14,6 +14,13 @@ contact whose email Slack says is confirmed (`is_email_confirmed`, with `users:r
 the one active person with that email instead, so that person's conversation continues in the DM
 (`core.people`). Only such an email is stored on a person made from Slack: any other could later
 be matched by someone else's.
+
+A message whose text `core.values` does not accept (a lone surrogate, a NUL — which Slack's
+clients never write, but a JSON escape can name) is refused politely, not cleaned: the event is
+recorded as seen and acknowledged (so Slack does not send it again), nothing reaches the
+timeline, and the person is told in the DM why. Cleaning would put words in the timeline the
+person did not write; a 4xx would have Slack retry the event three times and then drop it with
+no word to anyone. The rest of the event was checked at the route (`channels/slack/verify.py`).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from core.storage.slack_store import (
     SlackDelivery,
 )
 from core.timeline import ThreadId
+from core.values import clean_text, text_problem
 
 log = logging.getLogger("rolecall.slack")
 
@@ -52,6 +60,9 @@ KEPT = 10_000
 _LINK = re.compile(r"^\s*link\s+([A-Za-z0-9 -]{8,12})\s*$", re.IGNORECASE)
 _NEW = re.compile(r"^\s*new\s*$", re.IGNORECASE)
 _HELP = re.compile(r"^\s*help\s*$", re.IGNORECASE)
+UNREADABLE = frozenset({"channel_not_found", "not_in_channel", "missing_scope"})
+"""Slack's answers when the DM's members cannot be read, and will not be on a retry: the
+message is recorded as seen and dropped (logged)."""
 _MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message"})
 
 
@@ -129,6 +140,15 @@ class Inbound:
         if said is None or event.get("channel_type") not in ("im", "mpim"):
             await self._db.slack.seen(delivery)
             return
+        if (problem := text_problem(said.text)) is not None:
+            if await self._db.slack.seen(delivery):  # told once, not again on Slack's retry
+                log.info("slack message %s refused: its text %s", delivery.event_id, problem[1])
+                await _tell(
+                    client,
+                    delivery.channel_id,
+                    f"That was not recorded: your message {problem[1]}.",
+                )
+            return
         plain = not said.deleted and not said.replaces and event.get("channel_type") == "im"
         if plain and await self._command(client, delivery, said):
             return
@@ -143,6 +163,23 @@ class Inbound:
                 await self._db.slack.seen(delivery)  # a rule refused it: say why
                 log.info("slack message refused: %s", error.message)
                 await _tell(client, delivery.channel_id, f"That was not recorded: {error.message}")
+                return
+            except SlackApiError as error:
+                code = (
+                    error.response.data.get("error")
+                    if isinstance(error.response.data, dict)
+                    else None
+                )
+                if code not in UNREADABLE:
+                    raise  # Slack failing for now: not recorded, and Slack sends it again
+                await self._db.slack.seen(delivery)  # no retry changes it
+                log.info(
+                    "slack message %s in %s dropped: %s",
+                    delivery.event_id,
+                    delivery.channel_id,
+                    code,
+                )
+                return
 
     async def _record(
         self, client: AsyncWebClient, delivery: SlackDelivery, said: _Said, group: bool
@@ -312,7 +349,7 @@ async def _profile(client: AsyncWebClient, user: str) -> _Profile:
     except RolecallError:  # not an address, or too long: as if there were none
         email = None
     return _Profile(
-        name=str(name).strip() or user,
+        name=clean_text(str(name)).strip() or user,  # a name to show: mended, not refused
         email=email,
         email_confirmed=email is not None and info.get("is_email_confirmed") is True,
     )

@@ -6,7 +6,9 @@ installed over OAuth, its install flow too (`/slack/{role}/install`, `/slack/{ro
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
@@ -16,6 +18,8 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from channels.slack import install
@@ -29,9 +33,10 @@ from channels.slack.apps import (
 )
 from channels.slack.delivery import Delivery
 from channels.slack.inbound import Inbound
+from channels.slack.verify import check_signature, read_event
 from core.roles import Role
 from gateway.api import DATABASE_KEY, HOST_KEY
-from gateway.errors import ApiError
+from gateway.errors import ApiError, error_response
 from gateway.settings import Settings
 
 log = logging.getLogger("rolecall.slack")
@@ -125,16 +130,62 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
 
 
 async def events(request: web.Request) -> web.Response:
-    """Slack's Events API for one role's app: verified, answered (`url_verification`), and a
-    person's message committed before the 200."""
+    """Slack's Events API for one role's app: its signature checked over the raw bytes before
+    anything else (401), the body read as Slack sends it (400, 422; `channels/slack/verify.py`),
+    then answered by bolt (`url_verification`), a person's message committed before the 200."""
     name = request.match_info["role"]
     entry = request.app[SLACK_KEY].get(name)
     if entry is None or entry.bolt is None:
         raise ApiError(404, "unknown_role", f"no role named {name!r} has a Slack app here")
     if entry.role.slack is not None and entry.role.slack.mode == "socket":
         raise ApiError(404, "socket_mode", f"role {name!r} takes its events over Socket Mode")
-    answer = await entry.bolt.async_dispatch(await to_bolt_request(request))
-    return await to_aiohttp_response(answer)
+    raw = await request.read()
+    try:
+        check_signature(entry.credentials.signing_secret or "", request.headers, raw, time.time())
+    except ApiError as refusal:
+        log.info("slack request to role %s refused: %s", name, refusal.message)
+        raise
+    read_event(raw)
+    try:
+        bolt_request = AsyncBoltRequest(
+            body=raw.decode(),
+            query=request.query_string,
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
+        # Bolt reads the team, user and channel out of the body as it builds its request,
+        # assuming Slack's shapes (`authorizations` a list of objects, and so on).
+        log.info("slack event to role %s not understood: %r", name, error)
+        raise ApiError(
+            422, "invalid_slack_event", f"not an event as Slack sends it: {error}"
+        ) from None
+    return _our_shape(await entry.bolt.async_dispatch(bolt_request))
+
+
+_BOLT_CODES = {401: "invalid_signature", 404: "unhandled_event"}
+
+
+def _our_shape(answer: BoltResponse) -> web.Response:
+    """Bolt's answer; a failure in the gateway's error shape, never bolt's own body. A failure
+    of the handler (bolt answers 500, and logs it) is a 503: the event was not recorded, and
+    Slack sends it again."""
+    if answer.status < 400:
+        body = answer.body
+        content_type = "application/json" if body.startswith("{") else "text/plain"
+        return web.Response(status=answer.status, text=body, content_type=content_type)
+    if answer.status >= 500:
+        return error_response(
+            503,
+            "event_not_recorded",
+            "the event could not be recorded now; Slack sends it again",
+            headers={"Retry-After": "1"},
+        )
+    try:
+        said = json.loads(answer.body).get("error") if answer.body.startswith("{") else None
+    except ValueError:
+        said = None
+    message = f"slack event refused: {said}" if isinstance(said, str) else "slack event refused"
+    return error_response(answer.status, _BOLT_CODES.get(answer.status, "bad_request"), message)
 
 
 async def install_page(request: web.Request) -> web.Response:

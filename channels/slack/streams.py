@@ -6,7 +6,9 @@ in the thread of their message (`chat.startStream`), the next ones are appended
 (`chat.appendStream`). The stream is not the reply: the reply is the message the turn commits.
 When the delivery worker comes to that message it claims the stream (`claim`), stops it
 (`chat.stopStream`, its text made exactly the message's if they differ) and records the stream's
-`ts` as the message's — so there is exactly one final message, streamed or not. A draft whose
+`ts` as the message's — so there is exactly one final message, streamed or not. The stream is
+stopped with the message's metadata, so that after a crash between the stop and the record of
+its ts the delivery finds it in the DM's history like any post of the message. A draft whose
 attempt failed is stopped and deleted (the retry drafts again); a stream that could not be
 started leaves the message to be posted the ordinary way.
 """
@@ -19,6 +21,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -74,9 +77,11 @@ class Streams:
             )
         queue.put_nowait(draft)
 
-    async def claim(self, thread_id: ThreadId, text: str) -> str | None:
-        """The `ts` of the stream that showed this reply, now stopped and holding exactly
-        `text`; None when no stream did (the reply is to be posted)."""
+    async def claim(
+        self, thread_id: ThreadId, text: str, metadata: dict[str, Any] | None = None
+    ) -> str | None:
+        """The `ts` of the stream that showed this reply, now stopped (with `metadata`) and
+        holding exactly `text`; None when no stream did (the reply is to be posted)."""
         queue = self._drafts.get(thread_id)
         if queue is not None:
             await queue.join()  # what was drafted before the reply is in Slack
@@ -87,7 +92,9 @@ class Streams:
         assert stream.ts is not None
         try:
             client = await self._clients.for_team(stream.binding.team_id)
-            await client.chat_stopStream(channel=stream.binding.channel_id, ts=stream.ts)
+            await client.chat_stopStream(
+                channel=stream.binding.channel_id, ts=stream.ts, metadata=metadata
+            )
             if stream.text.strip() != text.strip():
                 await client.chat_update(channel=stream.binding.channel_id, ts=stream.ts, text=text)
         except _FAILURES as error:

@@ -17,6 +17,7 @@
 - `memory_entries`: every role's agent memory, append-only; `text` is the payload's words (what
   full-text search indexes: an FTS5 table `memory_search` on SQLite, a generated `tsvector`
   column with a GIN index on PostgreSQL — both created by the migration, outside this metadata).
+  `payload` is `jsonb` on PostgreSQL, so every payload stored there is one it can compare.
   `memory_redactions`: an operator's redaction of an entry (who, when, why); recall skips it.
 - `tasks`, `task_events`: tracked work items and every change to them (who, what), the events
   in a stream of their own (`task_events` counter in `stream_positions`).
@@ -31,10 +32,11 @@
   person. `link_codes`: one-time codes joining identities, kept only as SHA-256 digests.
 - `thread_predecessors`: a thread kept beside another by a merge of two people, recorded as the
   other's predecessor (its history pages into it).
-- `slack_*`: the Slack channel's deliveries, DMs, messages and cursors; and, for roles whose app
-  is installed in many workspaces over OAuth, `slack_installations`, `slack_bots` and
-  `slack_oauth_states` — slack_sdk's SQLAlchemy stores' own tables, reproduced column for column
-  (the SDK reads and writes them; the migration, not the SDK, creates them).
+- `slack_*`: the Slack channel's deliveries, DMs, messages, cursors and outbox (`slack_outbox`:
+  posts intended, not yet recorded); and, for roles whose app is installed in many workspaces
+  over OAuth, `slack_installations`, `slack_bots` and `slack_oauth_states` — slack_sdk's
+  SQLAlchemy stores' own tables, reproduced column for column (the SDK reads and writes them;
+  the migration, not the SDK, creates them).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from sqlalchemy import (
     func,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData(
     naming_convention={
@@ -201,7 +204,8 @@ memory_entries = Table(
     Column("id", String(32), primary_key=True),
     Column("role", String(64), nullable=False),
     Column("at", BigInteger, nullable=False),
-    Column("payload", JSON, nullable=False),
+    # jsonb on PostgreSQL: it refuses what it could not compare later (NUL, lone surrogates).
+    Column("payload", JSON().with_variant(JSONB(), "postgresql"), nullable=False),
     Column("text", Text, nullable=False),
     Column("thread_id", String(32), ForeignKey("threads.id")),
     Column("thread_only", Boolean, nullable=False),
@@ -366,6 +370,18 @@ slack_cursors = Table(
     # How far a role's Slack delivery has posted, as a position of the event stream.
     Column("role", String(64), primary_key=True),
     Column("position", BigInteger, nullable=False),
+)
+
+slack_outbox = Table(
+    "slack_outbox",
+    metadata,
+    # The intent to post a timeline event to a DM, committed before the post and deleted with
+    # the record of its ts: an intent without a ts after a restart may have reached Slack, so
+    # the DM's history is looked through (by the event id in the message metadata) first.
+    Column("role", String(64), primary_key=True),
+    Column("message_id", String(32), primary_key=True),
+    Column("channel_id", String(32), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
 )
 
 # --- Slack installations over OAuth: slack_sdk's SQLAlchemyInstallationStore and

@@ -5,8 +5,14 @@ A person's message from Slack is committed in one transaction with the record of
 (`event_id`): a retry of the same delivery — to this replica or another, now or after a restart
 — finds the record and changes nothing. The map from timeline message to Slack `ts` is written
 with the message (inbound) or right after Slack accepted the post (outbound), and the role's
-delivery cursor moves only after that, so a restart re-posts nothing that Slack has and loses
-nothing it has not.
+delivery cursor moves only after that, so a restart loses nothing Slack has not.
+
+The outbox makes a post exactly once across a crash: the intent to post an event
+(`IntendToPost`) is committed before the post, and deleted in the transaction that records the
+post's `ts` (`PostedToSlack`) or that gives it up (`GiveUpPost`). An intent found already there
+says an earlier attempt — of this worker before a restart, or of another replica's — may have
+reached Slack without its ts being recorded: the delivery looks for the post in the DM's history
+(by the event id in its metadata) before it posts again.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ CHANNEL = "slack"
 REPLACES = "replaces"
 """The context kind of a message that replaces an edited one (`originating_message`)."""
 
-_ev, _cv, _m, _cur = (
+_ev, _cv, _m, _cur, _out = (
     schema.slack_events,
     schema.slack_conversations,
     schema.slack_messages,
     schema.slack_cursors,
+    schema.slack_outbox,
 )
 
 
@@ -56,6 +63,7 @@ class _Upserts:
     bind: Any
     post: Any
     advance: Any
+    intend: Any
 
     @classmethod
     def of(cls, dialect: Any) -> _Upserts:
@@ -79,6 +87,9 @@ class _Upserts:
                 index_elements=["role"],
                 set_={"position": advance.excluded.position},
                 where=_cur.c.position < advance.excluded.position,
+            ),
+            intend=dialect.insert(_out).on_conflict_do_nothing(
+                index_elements=["role", "message_id"]
             ),
         )
 
@@ -271,9 +282,55 @@ class PostedToSlack:
                 "created_at": batch.now,
             },
         )
+        _fulfil(batch, self.role, self.message_id)
         if self.position is not None:
             _advance(batch, self.role, self.position)
         return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class IntendToPost:
+    """The delivery is about to post a timeline event to a DM: committed before the post.
+    True when the intent is new; False when it was there already (an earlier attempt, which
+    may have reached Slack)."""
+
+    role: str
+    message_id: EventId
+    channel_id: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], bool]:
+        inserted = batch.connection.execute(
+            _upserts(batch.connection).intend,
+            {
+                "role": self.role,
+                "message_id": self.message_id,
+                "channel_id": self.channel_id,
+                "created_at": batch.now,
+            },
+        )
+        first = inserted.rowcount == 1
+        return lambda: first
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUpPost:
+    """Slack will never take the post (a permanent refusal, a workspace the app left): the
+    intent is dropped, the event is not posted."""
+
+    role: str
+    message_id: EventId
+    thread_ids: Sequence[ThreadId] = ()
+
+    def apply(self, batch: Batch) -> Callable[[], None]:
+        _fulfil(batch, self.role, self.message_id)
+        return lambda: None
+
+
+def _fulfil(batch: Batch, role: str, message_id: str) -> None:
+    batch.connection.execute(
+        delete(_out).where(_out.c.role == role, _out.c.message_id == message_id)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +413,22 @@ class SqlSlackRepository:
 
     async def posted(self, command: PostedToSlack) -> None:
         await self._writer.run(command)
+
+    async def intend(self, role: str, message_id: EventId, channel_id: str) -> bool:
+        """Commit the intent to post; False when an earlier attempt left it (see the module)."""
+        return await self._writer.run(IntendToPost(role, message_id, channel_id))
+
+    async def give_up(self, role: str, message_id: EventId) -> None:
+        await self._writer.run(GiveUpPost(role, message_id))
+
+    async def intents(self, role: str) -> list[EventId]:
+        """The events the role's delivery meant to post and has not recorded or given up."""
+
+        def read(c: Connection) -> list[EventId]:
+            rows = c.execute(select(_out.c.message_id).where(_out.c.role == role))
+            return [EventId(r.message_id) for r in rows]
+
+        return await self._reads.transact(read)
 
     async def bind(self, role: str, binding: SlackBinding) -> SlackBinding:
         """The DM is this thread from now on; the binding as stored (with its `since`)."""

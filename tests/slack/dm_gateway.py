@@ -71,10 +71,11 @@ def slack_settings(
     *,
     email_link_teams: Iterable[str] = (),
     pace: float = 0,
+    database_url: str | None = None,
 ) -> Settings:
     return Settings(
         var_dir=tmp_path,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
+        database_url=database_url or f"sqlite+aiosqlite:///{tmp_path}/t.db",
         port=port,
         slack_api_url=fake.api_url,
         slack_pace=pace,
@@ -93,11 +94,22 @@ async def slack_gateway(
     delay_ms: int = 0,
     email_link_teams: Iterable[str] = (),
     pace: float = 0,
+    database_url: str | None = None,
 ) -> AsyncIterator[SlackGateway]:
+    """`database_url`: the `database_url` fixture's (SQLite or PostgreSQL); a SQLite file in
+    `tmp_path` by default."""
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
+    settings = slack_settings(
+        tmp_path,
+        fake,
+        port,
+        email_link_teams=email_link_teams,
+        pace=pace,
+        database_url=database_url,
+    )
     app = build_app(
-        slack_settings(tmp_path, fake, port, email_link_teams=email_link_teams, pace=pace),
+        settings,
         api_token=TOKEN,
         roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
         secrets=secrets,

@@ -14,6 +14,13 @@ Invariants to rely on:
 - `ts` values come from one counter (`next_ts`), strictly increasing across all channels.
 - Faults are per method and count down: `rate_limit`, `fail` and `delay` apply to the next
   `times` calls of that method (`times=None`: every call until `clear_faults`).
+- An outage (`outage`, until `end_outage`) fails every Web API call, in turn each of its
+  `kinds`: `error` (HTTP 500 with an HTML page, no effect), `taken` (the call takes effect,
+  and the answer is a 503 — the worst case: it happened, and the client cannot know), `drop`
+  (no effect; the connection is held `hang` seconds and then dropped, as a client's timeout
+  sees it).
+- Messages keep the `metadata` they were posted (or stream-stopped, or updated) with;
+  `conversations.history` and `conversations.replies` answer it with `include_all_metadata`.
 - A bot sees only its own channels: the DM of bot X with a person is not bot Y's DM.
 
 Socket Mode: `apps.connections.open` (app-level token) hands out a single-use URL
@@ -192,6 +199,9 @@ class FakeSlack:
         self._rate_limits: dict[str, _Fault] = {}
         self._failures: dict[str, _Fault] = {}
         self._delays: dict[str, _Fault] = {}
+        self._outage: tuple[str, ...] = ()
+        self._outage_hang = 0.0
+        self._outage_calls = 0
         seconds, micros = first_ts.split(".")
         self._ts_us = int(seconds) * 1_000_000 + int(micros.ljust(6, "0")) - 100
         self._seq = 0
@@ -408,6 +418,18 @@ class FakeSlack:
         """The next `times` calls take effect at once but are answered `seconds` later."""
         self._delays[method] = _Fault(remaining=times, seconds=seconds)
 
+    def outage(
+        self, kinds: Iterable[str] = ("error", "taken", "drop"), *, hang: float = 0.5
+    ) -> None:
+        """From now until `end_outage`, every Web API call fails: each of `kinds` in turn (see
+        the module)."""
+        self._outage = tuple(kinds)
+        assert self._outage and set(self._outage) <= {"error", "taken", "drop"}, kinds
+        self._outage_hang = hang
+
+    def end_outage(self) -> None:
+        self._outage = ()
+
     def clear_faults(self) -> None:
         self._rate_limits.clear()
         self._failures.clear()
@@ -541,6 +563,8 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _read_args(request)
         token = _bearer(request.headers) or _text(args.pop("token", None))
+        if self._outage:
+            return await self._down(request, method, args, token)
         status, body, headers = self._answer(method, args, token, request.headers)
         delay = _take(self._delays, method)
         call = Call(
@@ -560,6 +584,43 @@ class FakeSlack:
                 async with asyncio.timeout(delay.seconds):
                     await self._closing.wait()
         return web.json_response(body, status=status, headers=headers)
+
+    async def _down(
+        self, request: web.Request, method: str, args: dict[str, Any], token: str | None
+    ) -> web.StreamResponse:
+        """A call during an outage: the next of its kinds (see the module)."""
+        kind = self._outage[self._outage_calls % len(self._outage)]
+        self._outage_calls += 1
+        if kind == "taken":
+            status, body, _ = self._answer(method, args, token, request.headers)
+            taken = status == 200 and body.get("ok") is True
+            body = {"ok": False, "error": "service_unavailable", "fake_outage_taken": taken}
+            status = 503
+        else:
+            status, body = (500, {}) if kind == "error" else (0, {})
+        self.recorded.append(
+            Call(
+                method=method,
+                args=args,
+                token=token,
+                headers=dict(request.headers),
+                at=time.monotonic(),
+                status=status,
+                response=body,
+            )
+        )
+        await self._notify()
+        if kind == "drop":
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._outage_hang):
+                    await self._closing.wait()
+            assert request.transport is not None
+            request.transport.abort()
+            raise web.HTTPServiceUnavailable()  # never sent: the connection is gone
+        if kind == "error":
+            page = "<html><body><h1>500 Internal Server Error</h1></body></html>"
+            return web.Response(status=500, text=page, content_type="text/html")
+        return web.json_response(body, status=status)
 
     def _answer(
         self, method: str, args: dict[str, Any], token: str | None, headers: Mapping[str, str]
