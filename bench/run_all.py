@@ -7,12 +7,13 @@
     python -m bench.run_all --only slack
     python -m bench.run_all --only webhooks
     python -m bench.run_all --only acp
+    python -m bench.run_all --only malformed
 
 Each benchmark measures its ceiling in the same run, on the same machine, so the ratios mean
 something even when the absolute numbers move with the machine's load. `--only NAME` (recall,
-fanout, sse, slack, webhooks or acp) runs that benchmark alone and writes its section over the one
-in the report (or after the others), saying when and where it was measured, apart from the run at
-the top.
+fanout, sse, slack, webhooks, acp or malformed) runs that benchmark alone and writes its section
+over the one in the report (or after the others), saying when and where it was measured, apart
+from the run at the top.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ ACP_CONVERSATIONS = 200
 ACP_IDLE_SLEEP = 5.0
 
 RECALL_HEADING = "## Agent memory recall"
+MALFORMED_HEADING = "## Message ingest with malformed requests"
+MALFORMED_SHARE = 0.1
+MALFORMED_ROUNDS = 2
 FANOUT_HEADING = "## Task fan-out to subscribed conversations"
 SSE_HEADING = "## Widget streams (Server-Sent Events)"
 SLACK_HEADING = "## Slack events (Events API) at a steady rate"
@@ -197,7 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only",
-        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp"],
+        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp", "malformed"],
         help="run this benchmark alone",
     )
     only = parser.parse_args().only
@@ -209,6 +213,7 @@ def main() -> None:
             "slack": slack_only,
             "webhooks": webhooks_only,
             "acp": acp_only,
+            "malformed": malformed_only,
         }
         print("\n".join(alone[only]()))
         return
@@ -224,6 +229,16 @@ def main() -> None:
         started = time.monotonic()
         runs = ingest.measure_all(workdir, 20_000, 1_000, 32)
         timed("ingest", started)
+        started = time.monotonic()
+        bad = ingest.measure_malformed(
+            workdir / "malformed",
+            20_000,
+            1_000,
+            32,
+            share=MALFORMED_SHARE,
+            rounds=MALFORMED_ROUNDS,
+        )
+        timed("malformed", started)
         started = time.monotonic()
         reads = timeline.measure(100_000, 1_000)
         timed("timeline", started)
@@ -307,6 +322,7 @@ def main() -> None:
         "",
         f"Target ({TIMELINE_TARGET}): repository {verdict_read}; over HTTP {verdict_http}.",
         "",
+        *_malformed_section(bad),
         *_roundtrip_section(trips),
         *_sleep_section(idle),
         *_recall_section(memory),
@@ -444,6 +460,76 @@ def _sleep_section(runs: dict[str, sleep_memory.Run]) -> list[str]:
         ),
         "",
         SLEEP_WHAT_STAYS,
+        "",
+    ]
+
+
+def malformed_only(report: Path = REPORT) -> list[str]:
+    """Run the malformed-ingest benchmark alone and write its section into `report`: over the
+    section there, or after the others."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
+        result = ingest.measure_malformed(
+            Path(tmp), 20_000, 1_000, 32, share=MALFORMED_SHARE, rounds=MALFORMED_ROUNDS
+        )
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only malformed`, "
+        f"which took {time.monotonic() - started:.0f} s, apart from the run at the top of this "
+        "page."
+    )
+    section = _malformed_section(result, measured=measured)
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, MALFORMED_HEADING, section))
+    return section
+
+
+def _malformed_section(rounds: list[ingest.Mixed], *, measured: str = "") -> list[str]:
+    share = rounds[0].share
+    rows = []
+    for number, one in enumerate(rounds, 1):
+        clean = one.clean.latency
+        codes = ", ".join(f"{s} ({n:,})" for s, n in sorted(one.statuses.items()) if s != 201)
+        rows += [
+            f"| {number} | clean | {clean.count:,} | {clean.rate:,.0f} | {clean.p50_ms:.2f} "
+            f"| {clean.p99_ms:.2f} | — | {one.load[0]:.1f} |",
+            f"| {number} | {share:.0%} malformed | {one.valid.count:,} | {one.valid.rate:,.0f} "
+            f"| {one.valid.p50_ms:.2f} | {one.valid.p99_ms:.2f} | {codes} | {one.load[1]:.1f} |",
+        ]
+    rates = [one.valid.rate / one.clean.latency.rate for one in rounds]
+    p99s = [one.valid.p99_ms / one.clean.latency.p99_ms for one in rounds]
+    return [
+        MALFORMED_HEADING,
+        "",
+        *([measured, ""] if measured else []),
+        _paragraph(
+            f"`python -m bench.ingest --malformed {share} --rounds {len(rounds)}`: the ingest "
+            f"load above (32 clients, 20,000 requests, 1,000 threads, a fresh SQLite gateway "
+            f"with no roles), with every {round(1 / share)}th request malformed — a lone "
+            "surrogate or a NUL in the text, `1e999` or 2^63 in the context, the text nested "
+            "200 deep, bytes that are not UTF-8, a lone surrogate in the author, JSON cut "
+            "short — which the HTTP edge refuses with a 4xx (none may be a 5xx; every valid "
+            "one must be stored). Each round measures a clean run on a fresh gateway, then the "
+            "mixed run on another; the valid requests' rate is their count over the mixed "
+            "run's whole time. Compare the rows within a round only: the 2 cores are shared "
+            "with whatever else runs on the machine."
+        ),
+        "",
+        "| round | run | valid requests | valid messages/s | p50 ms | p99 ms "
+        "| refused: status (count) | load avg |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |",
+        *rows,
+        "",
+        _paragraph(
+            "Valid messages/s with malformed requests ÷ clean: "
+            + ", ".join(f"**{r:.2f}**" for r in rates)
+            + "; valid p99 ÷ clean p99: "
+            + ", ".join(f"**{r:.2f}**" for r in p99s)
+            + f" (per round). The malformed requests are {share:.0%} of all, so a throughput "
+            f"ratio of {1 - share:.1f} would mean a refused request costs what a stored one "
+            "does, 1.0 that it costs nothing. The load average is the machine's, over the "
+            "minute before each run ended: the benchmark's own server and load generator "
+            "account for about 1 to 1.5 of it, the rest is whatever else ran."
+        ),
         "",
     ]
 
