@@ -51,6 +51,7 @@ from core.tasks import (
     parse_status,
 )
 from core.timeline import EventId, ThreadId, check_reason, check_text, parse_context, rfc3339
+from core.values import check_value
 
 
 class ToolBudget:
@@ -463,8 +464,9 @@ TOOLS: dict[str, Tool] = {
 
 async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     """Call the tool `name` with JSON `arguments` (an object); unknown tools and arguments,
-    and missing required ones, are named in the error. Every call counts against the turn's
-    budget, a bad one too (an agent looping on a wrong call is cut off all the same)."""
+    missing required ones, and values `core.values` refuses (a lone surrogate, a NUL, a number
+    storage cannot hold, nesting too deep) are named in the error. Every call counts against the
+    turn's budget, a bad one too (an agent looping on a wrong call is cut off all the same)."""
     if tools.budget is not None:
         tools.budget.spend(name)
     tool = TOOLS.get(name)
@@ -483,4 +485,6 @@ async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     for needed in tool.required:
         if needed not in arguments:
             raise InvalidInput(f"{name} needs the argument {needed!r}", code="missing_argument")
+    for given, value in arguments.items():  # before any tool sees it: what storage can keep
+        check_value(value, given)
     return await tool.call(tools, arguments)

@@ -24,7 +24,9 @@ Here, pure and in two steps (the channel verifies; storage applies, in one trans
 
 1. **map** a verified payload to an `ItemUpdate` — which item, how to create its task if no task
    refers to it yet (`new`), what to change, a comment — or to `Ignored(reason)` (a ping, an event
-   not mirrored); a payload that cannot map raises `InvalidInput` saying why;
+   not mirrored); a payload that cannot map raises `InvalidInput` saying why. First of all, the
+   whole payload must hold only acceptable values (`core.values.check_value`: its message names
+   the field, `payload.issue.title`), whatever the fields mapping reads;
 2. **plan** the update against the item's task as it is now (or none): `Plan` — create it, then
    the changes (each one task event), then the comment.
 
@@ -61,6 +63,7 @@ from core.tasks import (
     check_title,
     parse_status,
 )
+from core.values import check_value
 
 T = TypeVar("T")
 
@@ -186,6 +189,7 @@ Mapped = ItemUpdate | Ignored
 
 def map_delivery(source: Source, event: str | None, payload: object) -> Mapped:
     """What a verified delivery to `source` says; `event` is GitHub's `X-GitHub-Event`."""
+    check_value(payload, "payload")
     if source.kind is SourceKind.GITHUB:
         return map_github(source, event or "", payload)
     return map_generic(source, payload)

@@ -3,7 +3,7 @@
 `build_app(settings, api_token=…)` returns an application that, on startup, upgrades the schema
 and opens the database (closed again on cleanup), and serves:
 
-    GET /healthz    open; `{"status": "ok"}` once the database answers
+    GET /healthz    open; `{"status": "ok"}` once the database answers, 503 while it does not
     GET /metrics    open; Prometheus text format
     /api/v1/…       the HTTP API (threads, events, roles, runs, tasks); operator token
     /api/v1/tools…  the agent tools; a run token as bearer instead
@@ -17,11 +17,18 @@ stops first (running turns are redone on the next start), then the database clos
 Every request passes through one middleware, `request_edge`, which in order: gives the request an
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
 every log line written while the request is handled); checks the operator token on `/api/v1`;
-runs the handler; turns any failure into the JSON error body (`gateway.errors.translate`, the one
-translation); counts and times the answer with the status the client actually gets; and writes
-one access line — method, path without the query, status, duration, remote address, request id.
-Headers are never logged, so neither is the token. The runner's own access log is not needed
-(`web.run_app(app, access_log=None)`).
+refuses what no route may take — a `Content-Encoding` other than gzip or deflate (415), a query
+parameter or path parameter that `core.values` refuses (422); runs the handler; turns any failure
+into the JSON error body (`gateway.errors.translate`, the one translation); counts and times the
+answer with the status the client actually gets; and writes one access line — method, path
+without the query, status, duration, remote address, request id. Headers are never logged, so
+neither is the token. The runner's own access log is not needed (`web.run_app(app,
+access_log=None)`).
+
+Bodies are read undecoded (`auto_decompress=False`): `gateway.api.read_body` decodes them, so a
+body that is not the coding it claims is our 400 rather than aiohttp's 500. Requests aiohttp's
+parser cannot read at all (a bad request line, an oversized header, bad chunked framing) never
+reach the middleware; `gateway.malformed` answers them in the same JSON shape.
 
 Logging itself (`configure_logging`, the JSON formatter, the request id on every line) is in
 `gateway.logs`.
@@ -50,10 +57,13 @@ from core.roles import ManifestError, Role
 from core.runtimes.registry import Runtimes
 from core.storage import open_database
 from core.storage.database import upgrade_schema
+from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
+from gateway import malformed
 from gateway import mcp as mcp_endpoint
-from gateway.api import DATABASE_KEY, HOST_KEY
+from gateway.api import DATABASE_KEY, HOST_KEY, check_encoding, check_request_values, read_query
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
+from gateway.api import memory as memory_routes
 from gateway.api import persons as person_routes
 from gateway.api import runs as run_routes
 from gateway.api import subscriptions as subscription_routes
@@ -111,7 +121,9 @@ def build_app(
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[request_edge(api_token)],
+        handler_args={"auto_decompress": False},
     )
+    malformed.answer_in_json(app)
     app[SETTINGS_KEY] = settings
     app[ROLES_KEY] = known
     app[RUNTIMES_KEY] = runtimes
@@ -120,7 +132,7 @@ def build_app(
     app.cleanup_ctx.append(host_lifecycle)
     add_housekeeping(app, settings, sources)
     app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", serve_metrics)
+    app.router.add_get("/metrics", metrics)
     app.add_routes(thread_routes.routes)
     app.add_routes(role_routes)
     app.add_routes(run_routes.routes)
@@ -129,6 +141,7 @@ def build_app(
     app.add_routes(tool_routes.routes)
     app.add_routes(task_routes.routes)
     app.add_routes(person_routes.routes)
+    app.add_routes(memory_routes.routes)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(
         app, at_start=any(runtimes.for_role(r).wants_tools for r in known.values())
@@ -179,12 +192,27 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await host.stop()
 
 
+async def metrics(request: web.Request) -> web.Response:
+    read_query(request, [])
+    return await serve_metrics(request)
+
+
 async def healthz(request: web.Request) -> web.Response:
+    read_query(request, [])
+    """200 once the database answers; 503 `database_unavailable` with `Retry-After` while it is
+    unreachable (`gateway.errors`), and 200 again once it is back."""
     try:
         await request.app[DATABASE_KEY].threads.head()
+    except StorageUnavailable:
+        raise
     except Exception:
         log.exception("health check: the database does not answer")
-        raise ApiError(503, "unavailable", "the database does not answer") from None
+        raise ApiError(
+            503,
+            "unavailable",
+            "the database does not answer",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ) from None
     return web.json_response({"status": "ok"})
 
 
@@ -193,7 +221,8 @@ async def healthz(request: web.Request) -> web.Response:
 
 def request_edge(api_token: str) -> Middleware:
     """The one middleware every request passes through. In order: give the request an id; check
-    the operator token on `/api/v1`; run the handler; turn any failure into the JSON error body
+    the operator token on `/api/v1`; refuse an unsupported `Content-Encoding` and query or path
+    parameters `core.values` refuses; run the handler; turn any failure into the JSON error body
     (`gateway.errors.translate`); count and time the answer as the client gets it; write the
     access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
     """
@@ -218,6 +247,8 @@ def request_edge(api_token: str) -> Middleware:
                         "this route needs the header 'Authorization: Bearer <operator token>'",
                         headers={"WWW-Authenticate": 'Bearer realm="rolecall"'},
                     )
+                check_encoding(request)
+                check_request_values(request)
                 response = await handler(request)
             except Exception as error:
                 response = translate(request, error)

@@ -1,6 +1,6 @@
 """Every failure of an HTTP request becomes `{"error": {"code", "message"}}`, here and only here.
 
-Three families of failure reach this middleware, and each is translated by its class, never by
+Four families of failure reach this middleware, and each is translated by its class, never by
 its message:
 
 - core's domain errors (`RolecallError`): `InvalidInput` 422, `TooLarge` 413, `NotFound` 404,
@@ -8,8 +8,12 @@ its message:
   go to the client.
 - the gateway's `ApiError`: what only HTTP knows about — a body that is not JSON (400), a missing
   or wrong token (401), a database that does not answer the health check (503).
+- storage's `StorageUnavailable`: the database cannot be reached for now (restarting, connection
+  lost, no connection left): 503 `database_unavailable` with `Retry-After`, never a 500.
 - aiohttp's HTTP exceptions: an unknown route (404), a method the route does not take (405, with
-  its `Allow` header), a body over `client_max_size` (413).
+  its `Allow` header), a body over `client_max_size` (413); and a body whose framing breaks off
+  while it is read (`RequestPayloadError`, 400 `malformed_request`), or a client that hung up
+  before its body was read (400 `client_disconnected`, logged at INFO: nobody reads that answer).
 
 Anything else is a bug: the client gets 500 `internal` with a generic message (the response's
 `X-Request-Id` header names the request), the traceback goes only to the server log.
@@ -32,6 +36,7 @@ from core.errors import (
     RolecallError,
     TooLarge,
 )
+from core.storage.errors import StorageUnavailable
 
 log = logging.getLogger("rolecall.gateway")
 
@@ -102,6 +107,26 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> web.Re
     return error_response(exc.status, code, message, headers=headers)
 
 
+def database_unavailable(request: web.Request, error: StorageUnavailable) -> web.Response:
+    """503 `database_unavailable` with `Retry-After`: nothing the client sent was wrong, and the
+    same request may succeed once the database is back. One warning line, no traceback: an
+    outage fails every request for a while, and the cause is the database's, not a bug here."""
+    log.warning("%s %s: the database is unavailable: %s", request.method, request.path, error)
+    return error_response(
+        503,
+        "database_unavailable",
+        f"the database is unavailable for now ({error.reason}); "
+        f"try again in {error.retry_after} seconds",
+        headers={"Retry-After": str(error.retry_after)},
+    )
+
+
+def _client_gone(request: web.Request) -> bool:
+    # A reset from elsewhere (a socket of our own to another server) is no client's doing.
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
 def translate(request: web.Request, error: Exception) -> web.Response:
     """The response for a request that failed with `error`. An HTTP exception below 400 (a
     redirect and the like) is an answer, not a failure: it is raised again."""
@@ -109,6 +134,13 @@ def translate(request: web.Request, error: Exception) -> web.Response:
         return error_response(domain_status(error), error.code, error.message)
     if isinstance(error, ApiError):
         return error_response(error.status, error.code, error.message, headers=error.headers)
+    if isinstance(error, StorageUnavailable):
+        return database_unavailable(request, error)
+    if isinstance(error, ConnectionResetError) and _client_gone(request):  # before its body
+        log.info("%s %s: the client went away mid-request", request.method, request.path)
+        return error_response(400, "client_disconnected", "the connection closed mid-request")
+    if isinstance(error, web.RequestPayloadError):  # the body's framing broke off mid-read
+        return error_response(400, "malformed_request", f"the request body is malformed: {error}")
     if isinstance(error, web.HTTPException):
         if error.status < 400:
             raise error

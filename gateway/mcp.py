@@ -24,10 +24,12 @@ import asyncio
 import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
 
+from gateway.api import read_body, read_query
 from gateway.api.tools import run_of_token
 from gateway.errors import ApiError
 
@@ -100,7 +102,28 @@ def add_routes(app: web.Application, *, at_start: bool) -> None:
 
 async def handle(request: web.Request) -> web.StreamResponse:
     await run_of_token(request.app, request.headers.get("Authorization", ""))
+    read_query(request, [])
+    if request.method == "GET":
+        # A stateless server has nothing to send unasked: no standalone SSE stream (MCP lets a
+        # server answer 405 here). Held open, each would wait forever for the client to go.
+        return jsonrpc_error(
+            405,
+            "this server sends no server-initiated messages; POST requests to /mcp",
+            headers={"Allow": "POST, DELETE"},
+        )
     return await serve_asgi(request, await request.app[MCP_KEY].asgi())
+
+
+def jsonrpc_error(
+    status: int, message: str, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """A transport-level error as MCP clients read it: a JSON-RPC error without an id."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+INVALID_REQUEST = -32600
+"""JSON-RPC's code for a request the server cannot take (what the SDK uses for its own)."""
 
 
 # --- one aiohttp request through an ASGI application -------------------------------------------
@@ -109,11 +132,18 @@ async def handle(request: web.Request) -> web.StreamResponse:
 async def serve_asgi(request: web.Request, asgi: Any) -> web.StreamResponse:
     """Run `asgi` for this request: the body goes in whole, the answer streams out as the
     application sends it. The application sees `http.disconnect` once its answer is complete
-    or the client has gone."""
-    body = await request.read()
+    or the client has gone.
+
+    The SDK answers a few transport errors in plain text (a wrong `Content-Type`, say): an error
+    answer that is not JSON is sent as a JSON-RPC error with the same status and the SDK's words.
+    A client that leaves mid-answer is not the SDK's failure: further writes are dropped, so the
+    SDK finishes its request normally (rather than logging a traceback at ERROR)."""
+    body = await read_body(request)
     delivered = False
     finished = asyncio.Event()
     response: web.StreamResponse | None = None
+    gone = False
+    plain_error: tuple[int, list[bytes]] | None = None  # status, body so far
 
     async def receive() -> dict[str, Any]:
         nonlocal delivered
@@ -123,23 +153,49 @@ async def serve_asgi(request: web.Request, asgi: Any) -> web.StreamResponse:
         await finished.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: Mapping[str, Any]) -> None:
-        nonlocal response
-        if message["type"] == "http.response.start":
-            response = web.StreamResponse(status=message["status"])
-            for name, value in message.get("headers", []):
-                key = name.decode("latin-1")
-                if key.lower() in ("content-length", "transfer-encoding"):
-                    continue
-                response.headers.add(key, value.decode("latin-1"))
-            await response.prepare(request)
-        elif message["type"] == "http.response.body":
-            assert response is not None, "http.response.body before http.response.start"
-            chunk = message.get("body", b"")
+    async def write(chunk: bytes, *, eof: bool) -> None:
+        nonlocal gone
+        if gone or response is None:
+            return
+        try:
             if chunk:
                 await response.write(chunk)
-            if not message.get("more_body", False):
+            if eof:
                 await response.write_eof()
+        except (ConnectionError, RuntimeError):  # the client went away (or the server is closing)
+            gone = True
+
+    async def send(message: Mapping[str, Any]) -> None:
+        nonlocal response, plain_error, gone
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            headers = [
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in message.get("headers", [])
+            ]
+            content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+            if status >= 400 and not content_type.startswith("application/json"):
+                plain_error = (status, [])
+                return
+            response = web.StreamResponse(status=status)
+            for key, value in headers:
+                if key.lower() in ("content-length", "transfer-encoding"):
+                    continue
+                response.headers.add(key, value)
+            try:
+                await response.prepare(request)
+            except (ConnectionError, RuntimeError):
+                gone = True
+        elif message["type"] == "http.response.body":
+            more = bool(message.get("more_body", False))
+            if plain_error is not None:
+                plain_error[1].append(message.get("body", b""))
+                if not more:
+                    finished.set()
+                return
+            assert response is not None, "http.response.body before http.response.start"
+            await write(message.get("body", b""), eof=not more)
+            if not more:
                 finished.set()
 
     host, port = _peer(request)
@@ -150,13 +206,11 @@ async def serve_asgi(request: web.Request, asgi: Any) -> web.StreamResponse:
         "method": request.method,
         "scheme": request.scheme,
         "path": request.path,
-        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
-        "query_string": request.query_string.encode("latin-1"),
-        "root_path": "",
-        "headers": [
-            (name.lower().encode("latin-1"), value.encode("latin-1"))
-            for name, value in request.headers.items()
-        ],
+        "raw_path": request.path.encode("utf-8"),
+        "query_string": b"",  # /mcp takes no query parameters (refused before this)
+        # The bytes as they came: a header aiohttp decoded to text Latin-1 cannot hold would
+        # otherwise fail here, for a header no route reads.
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
         "client": (host, port),
         "server": _server(request),
     }
@@ -164,6 +218,10 @@ async def serve_asgi(request: web.Request, asgi: Any) -> web.StreamResponse:
         await asgi(scope, receive, send)
     finally:
         finished.set()
+    if plain_error is not None:
+        status, chunks = plain_error
+        said = b"".join(chunks).decode("utf-8", "replace").strip()
+        return jsonrpc_error(status, said or HTTPStatus(status).phrase)
     if response is None:
         raise ApiError(500, "internal", "the MCP server gave no answer")
     return response

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from core.errors import NotFound
 from core.roles import ManifestError, Role, load_roles
+from gateway.api import read_query
 from gateway.settings import Settings
 
 ROLES_KEY = web.AppKey("roles", Mapping[str, Role])
@@ -40,12 +41,14 @@ def role_json(role: Role) -> dict[str, Any]:
 
 @routes.get("/api/v1/roles")
 async def list_roles(request: web.Request) -> web.Response:
+    read_query(request, [])
     roles = request.app[ROLES_KEY]
     return web.json_response({"roles": [role_json(roles[name]) for name in sorted(roles)]})
 
 
 @routes.get("/api/v1/roles/{name}")
 async def show_role(request: web.Request) -> web.Response:
+    read_query(request, [])
     name = request.match_info["name"]
     role = request.app[ROLES_KEY].get(name)
     if role is None:

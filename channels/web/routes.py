@@ -132,6 +132,7 @@ async def _cors(request: web.Request, response: web.StreamResponse) -> None:
 
 
 async def preflight(request: web.Request) -> web.Response:
+    # No query check: a preflight carries the query of the request it asks about.
     origin = request.headers.get("Origin", "")
     if not request.app[WEB_KEY].sites.allows_somewhere(origin):
         raise ApiError(
@@ -151,6 +152,7 @@ async def preflight(request: web.Request) -> web.Response:
 
 
 async def widget_script(request: web.Request) -> web.FileResponse:
+    read_query(request, [])
     return web.FileResponse(
         STATIC / "widget.js",
         headers={
@@ -162,6 +164,7 @@ async def widget_script(request: web.Request) -> web.FileResponse:
 
 
 async def demo_page(request: web.Request) -> web.Response:
+    read_query(request, [])
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     page = page.replace("{{BASE_URL}}", request.app[WEB_KEY].base_url)
     return web.Response(text=page, content_type="text/html", charset="utf-8")

@@ -6,9 +6,12 @@ In order, each step stopping the request at the first problem and storing nothin
 2. the signature, over the raw body (`signatures`): bad, missing or stale → 401
    `invalid_signature`; a signed request without its delivery id (or GitHub event) → 400
    `missing_header`;
-3. the body: not JSON → 400 `invalid_json`;
-4. the mapping (`core.webhooks`): a payload that does not map → 422 with the reason;
-5. the delivery, committed with everything it does (`core.storage.webhook_store`) → 200.
+3. the body: not JSON → 400 `invalid_json` (a compressed body is decoded first, as on every
+   route: `gateway.api.read_body`);
+4. the payload's values (`core.values`, checked by `core.webhooks.map_delivery`): a lone
+   surrogate, a NUL, a number storage cannot hold, nesting too deep → 422 naming the field;
+5. the mapping (`core.webhooks`): a payload that does not map → 422 with the reason;
+6. the delivery, committed with everything it does (`core.storage.webhook_store`) → 200.
 
 The 200 is sent after the commit, with what was done: `{"source", "delivery_id", "duplicate",
 "ignored", "task", "events", "notes"}`. A delivery id seen before is 200 with `"duplicate": true`
@@ -28,7 +31,7 @@ from channels.webhooks.signatures import MissingHeader, SignatureError
 from channels.webhooks.sources import InboundSource
 from core.storage.webhook_store import Received
 from core.webhooks import ItemUpdate, map_delivery
-from gateway.api import DATABASE_KEY
+from gateway.api import DATABASE_KEY, read_body, read_query
 from gateway.errors import ApiError
 
 SOURCES_KEY = web.AppKey("webhook_sources", Mapping[str, InboundSource])
@@ -40,7 +43,8 @@ async def receive(request: web.Request) -> web.Response:
     inbound = request.app[SOURCES_KEY].get(name)
     if inbound is None:
         raise ApiError(404, "source_not_found", f"no webhook source named {name!r} here")
-    body = await request.read()
+    read_query(request, [])
+    body = await read_body(request)
     try:
         delivered = inbound.verifier.verify(body, request.headers)
     except SignatureError as exc:

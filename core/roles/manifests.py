@@ -2,11 +2,14 @@
 
 Any problem is a `ManifestError` whose message names the file and the field, e.g.
 `manifests/roles/concierge.yaml: runtime.agent: Field required`, so that a bad manifest stops
-start-up with one line that says what to fix.
+start-up with one line that says what to fix. Every value must also be one `core.values` accepts
+(YAML's `"\0"`, `"\ud800"` or `.inf` would reach storage, prompts and logs otherwise):
+`concierge.yaml: system_prompt: holds a NUL character (U+0000)`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
@@ -16,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from core.errors import InvalidInput
 from core.roles.role import Role
+from core.values import check_value
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -72,6 +76,11 @@ def read_manifest(
         raise ManifestError(f"{path}: not valid YAML{line}: {_first_line(exc)}") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{path}: a {what} manifest is a mapping of fields, like 'name: …'")
+    for key, value in raw.items():
+        try:
+            check_value(value, str(key))
+        except InvalidInput as refused:
+            raise ManifestError(f"{path}: {_field_first(refused.message)}") from None
     try:
         manifest = model.model_validate(raw)
     except ValidationError as exc:
@@ -88,6 +97,18 @@ def read_manifest(
 
 
 _RUNTIME_KINDS = frozenset({"builtin", "acp", "a2a", "openai"})
+
+
+def _field_first(message: str) -> str:
+    """`core.values`' "runtime.agent holds a NUL …" as "runtime.agent: holds a NUL …", the way
+    the other manifest errors name their field."""
+    found = _REASON.search(message)
+    if found is None:
+        return message
+    return f"{message[: found.start()]}: {message[found.start() + 1 :]}"
+
+
+_REASON = re.compile(r" (?=holds a |is an integer |is not a finite |nests deeper )")
 
 
 def _first_line(exc: yaml.YAMLError) -> str:

@@ -11,7 +11,13 @@ strict, so that a typo is an error rather than a silently ignored field:
 - Each field is parsed by core's own validators (`parse_address`, `check_text`, …); their errors
   keep their class and code (so too-long text stays 413) and gain the field's name in the message.
 - Query parameters likewise: unknown or repeated is 422; numbers are plain decimal digits within
-  the stated bounds (never beyond what every JSON client reads exactly).
+  the stated bounds (never beyond what every JSON client reads exactly). A route that reads a
+  body takes no query parameters at all. (Every query value and path parameter has passed
+  `core.values` already, in the gateway's one middleware: `check_request_values`.)
+- A body may come compressed (`Content-Encoding: gzip` or `deflate`, decoded here by
+  `read_body`, never past the body limit once decoded); one that does not decode is 400
+  `invalid_encoding`. Any other coding is 415 `unsupported_encoding` (`check_encoding`, also in
+  the middleware), before the body is read.
 
 What the routes need from the application is named here with a typed key, so that route modules do
 not import the app that wires them.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
@@ -30,7 +37,7 @@ from core.errors import InvalidInput, RolecallError
 from core.host import RunHost
 from core.storage import Database
 from core.storage.repository import ThreadRepository
-from core.values import check_value
+from core.values import check_text, check_value
 from gateway.errors import ApiError
 
 DATABASE_KEY = web.AppKey("database", Database)
@@ -64,6 +71,76 @@ def _decode(text: str) -> Any:
     return _decoder.decode(text)
 
 
+# Content codings a body may come in, by `Content-Encoding` value, as zlib's `wbits`: gzip, or
+# zlib-wrapped deflate (what HTTP's "deflate" means). The gateway's application reads bodies
+# undecoded (`auto_decompress=False`) so that a body which does not decode is our 400, here.
+_CODINGS: Mapping[str, int | None] = {
+    "": None,
+    "identity": None,
+    "gzip": 16 + zlib.MAX_WBITS,
+    "x-gzip": 16 + zlib.MAX_WBITS,
+    "deflate": zlib.MAX_WBITS,
+}
+
+
+def check_encoding(request: web.Request) -> int | None:
+    """The zlib `wbits` of the request's `Content-Encoding` (None: not encoded); 415 for a coding
+    the gateway does not decode (brotli, zstd, several codings in a row, …)."""
+    coding = request.headers.get("Content-Encoding", "").strip().lower()
+    if coding not in _CODINGS:
+        raise ApiError(
+            415,
+            "unsupported_encoding",
+            f"Content-Encoding {coding[:40]!r} is not supported; send the body as it is, or "
+            "with gzip or deflate",
+        )
+    return _CODINGS[coding]
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body, decoded from its `Content-Encoding`. Not that coding is 400
+    `invalid_encoding`; decoded past the body limit (`client_max_size`), 413."""
+    wbits = check_encoding(request)
+    raw = await request.read()  # 413 past the limit as it comes
+    if wbits is None:
+        return raw
+    limit = request.client_max_size
+    decoder = zlib.decompressobj(wbits)
+    try:
+        body = decoder.decompress(raw, limit + 1)
+        complete = decoder.eof and not decoder.unused_data
+    except zlib.error as exc:
+        raise ApiError(
+            400, "invalid_encoding", f"the body is not {_coding(request)} data: {exc}"
+        ) from None
+    if len(body) > limit:
+        raise ApiError(
+            413,
+            "body_too_large",
+            f"the request body, decoded, is larger than the limit of {limit} bytes",
+        )
+    if not complete:
+        raise ApiError(
+            400, "invalid_encoding", f"the body is not one complete {_coding(request)} stream"
+        )
+    return body
+
+
+def _coding(request: web.Request) -> str:
+    return request.headers.get("Content-Encoding", "").strip().lower()
+
+
+def check_request_values(request: web.Request) -> None:
+    """Every query parameter (name and value) and every path parameter of the request holds
+    acceptable text (`core.values`: no NUL, no lone surrogate), else 422 naming it. The gateway's
+    middleware calls this for every route, before its handler."""
+    for name, value in request.query.items():
+        check_text(name, "a query parameter's name")
+        check_text(value, f"query parameter {name!r}")
+    for name, value in request.match_info.items():
+        check_text(value, f"path parameter {name!r}")
+
+
 async def read_object(
     request: web.Request,
     *,
@@ -71,9 +148,11 @@ async def read_object(
     optional: Collection[str] = (),
     empty_ok: bool = False,
 ) -> dict[str, Any]:
-    """The body as a JSON object holding only the named fields, the required ones present.
-    `empty_ok`: no body at all reads as `{}` (for actions that take no fields)."""
-    raw = await request.read()
+    """The body as a JSON object holding only the named fields, the required ones present; the
+    request takes no query parameters. `empty_ok`: no body at all reads as `{}` (for actions that
+    take no fields)."""
+    read_query(request, ())
+    raw = await read_body(request)
     if empty_ok and not raw.strip():
         return {}
     try:
@@ -119,7 +198,8 @@ def read_query(request: web.Request, allowed: Collection[str]) -> dict[str, str]
     for name, value in request.query.items():
         if name not in allowed:
             raise InvalidInput(
-                f"unknown query parameter {name!r}; this request takes {_names(allowed)}",
+                f"unknown query parameter {name!r}; this request takes "
+                f"{_names(allowed) if allowed else 'no query parameters'}",
                 code="unknown_parameter",
             )
         if name in params:

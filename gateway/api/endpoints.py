@@ -37,7 +37,7 @@ from core.endpoints import (
 )
 from core.errors import InvalidInput, NotFound
 from core.timeline import ThreadId
-from gateway.api import DATABASE_KEY, field, read_object
+from gateway.api import DATABASE_KEY, field, read_object, read_query
 from gateway.roles import ROLES_KEY
 from gateway.settings import Settings
 
@@ -119,12 +119,14 @@ async def _check_filters(request: web.Request, filters: Filters) -> None:
 
 @routes.get("/api/v1/endpoints")
 async def list_endpoints(request: web.Request) -> web.Response:
+    read_query(request, [])
     endpoints = await request.app[DATABASE_KEY].endpoints.all()
     return web.json_response({"endpoints": [e.to_json() for e in endpoints]})
 
 
 @routes.get("/api/v1/endpoints/{id}")
 async def show_endpoint(request: web.Request) -> web.Response:
+    read_query(request, [])
     endpoint = await request.app[DATABASE_KEY].endpoints.get(request.match_info["id"])
     return web.json_response(endpoint.to_json())
 
@@ -146,6 +148,7 @@ async def replay_endpoint(request: web.Request) -> web.Response:
 
 @routes.delete("/api/v1/endpoints/{id}")
 async def delete_endpoint(request: web.Request) -> web.Response:
+    read_query(request, [])
     endpoint_id = EndpointId(request.match_info["id"])
     endpoint = await request.app[DATABASE_KEY].endpoints.delete(endpoint_id)
     await request.app[OUTBOUND_KEY].refresh(endpoint_id)

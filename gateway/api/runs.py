@@ -124,6 +124,7 @@ async def list_runs(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/runs/{id}")
 async def show_run(request: web.Request) -> web.Response:
+    read_query(request, [])
     run = await request.app[DATABASE_KEY].runs.get(_run_id(request))
     return web.json_response(run_json(run, request))
 

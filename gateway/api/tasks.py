@@ -87,6 +87,7 @@ async def list_tasks(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/tasks/{id}")
 async def show_task(request: web.Request) -> web.Response:
+    read_query(request, [])
     task, events = await request.app[DATABASE_KEY].tasks.get(request.match_info["id"])
     return web.json_response({**task.to_json(), "history": [e.to_json() for e in events]})
 

@@ -87,6 +87,7 @@ async def list_threads(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/threads/{id}")
 async def show_thread(request: web.Request) -> web.Response:
+    read_query(request, [])
     thread = await repository(request).get(_thread_id(request))
     return web.json_response(thread_json(thread))
 

@@ -92,6 +92,7 @@ async def list_tools(request: web.Request) -> web.Response:
 @routes.post(TOOLS_PREFIX + "/{name}")
 async def call(request: web.Request) -> web.Response:
     run = await calling_run(request)
+    read_query(request, [])
     name = request.match_info["name"]
     tool = TOOLS.get(name)
     if tool is None:

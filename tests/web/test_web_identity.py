@@ -148,6 +148,13 @@ async def test_origins_are_checked_per_site_and_answered_with_cors(web):
         assert resp.status == 204
         assert resp.headers["Access-Control-Allow-Origin"] == SHOP_ORIGIN
         assert "Authorization" in resp.headers["Access-Control-Allow-Headers"]
+    # a preflight carries the query of the request it asks about: that request's to check
+    async with web.http.options(
+        web.server.make_url("/widget/v1/history?after=3&limit=50"),
+        headers={"Origin": SHOP_ORIGIN, "Access-Control-Request-Method": "GET"},
+    ) as resp:
+        assert resp.status == 204
+        assert resp.headers["Access-Control-Allow-Origin"] == SHOP_ORIGIN
 
 
 async def test_unknown_roles_and_sites_are_named(web):
