@@ -59,6 +59,7 @@ from core.runs.task import plan_task_turn
 from core.runtimes.base import ToolAccess
 from core.runtimes.registry import Runtimes
 from core.storage.database import Database
+from core.storage.errors import StorageUnavailable
 from core.tasks import TaskEvent, TaskId
 from core.timeline import AnyEvent, Message, ThreadId
 from core.tools import ToolBudget
@@ -70,6 +71,15 @@ log = logging.getLogger("rolecall.host")
 ROLE_CACHE_LIMIT = 100_000
 RETRY_MOST = 30.0
 """Seconds at most between a failed read or turn's end of a run and its next try."""
+
+
+def _unrouted(what: str, error: Exception) -> None:
+    """Log a commit that could not be routed now (it is routed again): an outage in a line, any
+    other failure with its traceback."""
+    if isinstance(error, StorageUnavailable):
+        log.warning("routing %s waits: %s", what, error)
+    else:
+        log.error("routing %s failed; it is tried again", what, exc_info=error)
 
 
 def _utc_now() -> datetime:
@@ -255,30 +265,48 @@ class RunHost:
     async def _route(self) -> None:
         """Turn commits into nudges: a message, for its thread's other role members; a task
         event, for the runs watching the task (but the one that made it) and the task run of
-        its assignee."""
+        its assignee. What cannot be routed now (the database is out of reach) is routed again
+        after a pause that doubles, up to `RETRY_MOST`: it is news nobody else would wake."""
+        troubles = 0
         while True:
             await self._commits.wait()
             self._commits.clear()
             messages, self._committed = self._committed, []
             task_events, self._task_news = self._task_news, []
-            for event in task_events:
-                try:
-                    watchers, assignee = await self._db.subscriptions.routes(event.task_id)
-                except Exception:  # past the runs' task cursors: read again on restart
-                    log.exception("routing an event of task %s failed", event.task_id)
-                    continue
-                for run_id, thread_id, role in watchers:
-                    if run_id != event.actor.run_id:  # not woken by what it did itself
-                        self.nudge(thread_id, role, tasks=True)
-                if assignee is not None:
-                    self.nudge_task(event.task_id, assignee)  # its driver skips its own events
-            for message in messages:
-                try:
-                    roles = await self._roles_in(message.thread_id)
-                except Exception:  # the message stays past the runs' cursors: read on restart
-                    log.exception("routing a message of thread %s failed", message.thread_id)
-                    continue
-                self._nudge_members(message, roles)
+            unrouted_tasks = [e for e in task_events if not await self._route_task_event(e)]
+            unrouted = [m for m in messages if not await self._route_message(m)]
+            if not unrouted and not unrouted_tasks:
+                troubles = 0
+                continue
+            self._committed[:0] = unrouted
+            self._task_news[:0] = unrouted_tasks
+            troubles += 1
+            await asyncio.sleep(min(self._limits.backoff * 2 ** (troubles - 1), RETRY_MOST))
+            self._commits.set()
+
+    async def _route_task_event(self, event: TaskEvent) -> bool:
+        """Nudge the runs `event` is news to; False when that could not be read."""
+        try:
+            watchers, assignee = await self._db.subscriptions.routes(event.task_id)
+        except Exception as error:
+            _unrouted(f"an event of task {event.task_id}", error)
+            return False
+        for run_id, thread_id, role in watchers:
+            if run_id != event.actor.run_id:  # not woken by what it did itself
+                self.nudge(thread_id, role, tasks=True)
+        if assignee is not None:
+            self.nudge_task(event.task_id, assignee)  # its driver skips its own events
+        return True
+
+    async def _route_message(self, message: Message) -> bool:
+        """Nudge the role members of `message`'s thread; False when they could not be read."""
+        try:
+            roles = await self._roles_in(message.thread_id)
+        except Exception as error:
+            _unrouted(f"a message of thread {message.thread_id}", error)
+            return False
+        self._nudge_members(message, roles)
+        return True
 
     async def _roles_in(self, thread_id: ThreadId) -> tuple[str, ...]:
         """The thread's role members (membership is permanent, so this is cached)."""
