@@ -57,6 +57,7 @@ from core.errors import NotFound
 from core.participants import Address, ParticipantKind, kind_of
 from core.roles import Role
 from core.storage.database import Database
+from core.storage.errors import StorageUnavailable
 from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
 from core.tasks import TaskEvent
 from core.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
@@ -279,6 +280,8 @@ class Delivery:
             except Exception as error:  # the cursor has not moved: the next wake tries again
                 if (unavailable := _unavailable(error)) is not None:  # expected: no traceback
                     log.warning("slack delivery of role %s waits: %s", self.role.name, unavailable)
+                elif isinstance(error, StorageUnavailable):
+                    log.warning("slack delivery of role %s waits: %s", self.role.name, error)
                 else:
                     log.exception("slack delivery of role %s stopped short", self.role.name)
                 self._latest.clear()  # the page is gone through again: followed anew

@@ -64,6 +64,7 @@ from core.endpoints import (
 from core.errors import InvalidInput, NotFound
 from core.participants import ParticipantKind, kind_of
 from core.storage.database import Database
+from core.storage.errors import StorageUnavailable
 from core.tasks import TaskEvent
 from core.timeline import AnyEvent, ThreadId
 from gateway.api.serialize import event_json
@@ -338,8 +339,11 @@ class _Worker:
                     pass
                 except _Stopped:
                     return
-                except Exception:  # the cursors have not moved: try again shortly
-                    log.exception("delivery to endpoint %s stopped short", self.id)
+                except Exception as error:  # the cursors have not moved: try again shortly
+                    if isinstance(error, StorageUnavailable):  # expected: no traceback
+                        log.warning("delivery to endpoint %s waits: %s", self.id, error)
+                    else:
+                        log.exception("delivery to endpoint %s stopped short", self.id)
                     await asyncio.sleep(RETRY_PAUSE)
                     self._wake.set()
                     continue
