@@ -19,16 +19,16 @@ id (taken from a well-formed `X-Request-Id` or made up, echoed on the response a
 every log line written while the request is handled); checks the operator token on `/api/v1`;
 refuses what no route may take — a `Content-Encoding` other than gzip or deflate (415), a query
 parameter or path parameter that `core.values` refuses (422); runs the handler; turns any failure
-into the JSON error body (`gateway.errors.translate`, the one translation); counts and times the
-answer with the status the client actually gets; and writes one access line — method, path
-without the query, status, duration, remote address, request id. Headers are never logged, so
+into the JSON error body (`channels.edge.errors.translate`, the one translation); counts and
+times the answer with the status the client actually gets; and writes one access line — method,
+path without the query, status, duration, remote address, request id. Headers are never logged, so
 neither is the token. The runner's own access log is not needed (`web.run_app(app,
 access_log=None)`).
 
-Bodies are read undecoded (`auto_decompress=False`): `gateway.api.read_body` decodes them, so a
-body that is not the coding it claims is our 400 rather than aiohttp's 500. Requests aiohttp's
-parser cannot read at all (a bad request line, an oversized header, bad chunked framing) never
-reach the middleware; `gateway.malformed` answers them in the same JSON shape.
+Bodies are read undecoded (`auto_decompress=False`): `channels.edge.requests.read_body` decodes
+them, so a body that is not the coding it claims is our 400 rather than aiohttp's 500. Requests
+aiohttp's parser cannot read at all (a bad request line, an oversized header, bad chunked
+framing) never reach the middleware; `gateway.malformed` answers them in the same JSON shape.
 
 Logging itself (`configure_logging`, the JSON formatter, the request id on every line) is in
 `gateway.logs`.
@@ -48,6 +48,14 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_urldispatcher import AbstractResource
 
+from channels.edge.errors import ApiError, translate
+from channels.edge.requests import (
+    DATABASE_KEY,
+    HOST_KEY,
+    check_encoding,
+    check_request_values,
+    read_query,
+)
 from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
 from channels.webhooks import routes as webhook_channel
@@ -60,7 +68,6 @@ from core.storage.database import upgrade_schema
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
 from gateway import malformed
 from gateway import mcp as mcp_endpoint
-from gateway.api import DATABASE_KEY, HOST_KEY, check_encoding, check_request_values, read_query
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
@@ -70,7 +77,6 @@ from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
-from gateway.errors import ApiError, translate
 from gateway.housekeeping import add_housekeeping
 from gateway.logs import current_request_id
 from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
@@ -200,7 +206,7 @@ async def metrics(request: web.Request) -> web.Response:
 async def healthz(request: web.Request) -> web.Response:
     read_query(request, [])
     """200 once the database answers; 503 `database_unavailable` with `Retry-After` while it is
-    unreachable (`gateway.errors`), and 200 again once it is back."""
+    unreachable (`channels.edge.errors`), and 200 again once it is back."""
     try:
         await request.app[DATABASE_KEY].threads.head()
     except StorageUnavailable:
@@ -223,7 +229,7 @@ def request_edge(api_token: str) -> Middleware:
     """The one middleware every request passes through. In order: give the request an id; check
     the operator token on `/api/v1`; refuse an unsupported `Content-Encoding` and query or path
     parameters `core.values` refuses; run the handler; turn any failure into the JSON error body
-    (`gateway.errors.translate`); count and time the answer as the client gets it; write the
+    (`channels.edge.errors.translate`); count and time the answer as the client gets it; write the
     access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
     """
     expected = api_token.encode()

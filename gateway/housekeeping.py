@@ -18,10 +18,10 @@ from datetime import timedelta
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY
 from core.storage import Database
 from core.storage.housekeeping import Pruned
 from core.webhooks import Source
-from gateway.api import DATABASE_KEY
 from gateway.metrics import METRICS_KEY, Metrics
 from gateway.settings import Settings
 

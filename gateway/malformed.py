@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineToo
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-from gateway.errors import error_response
+from channels.edge.errors import error_response
 
 log = logging.getLogger("rolecall.gateway")
 

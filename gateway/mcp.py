@@ -29,9 +29,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.api import read_body, read_query
+from channels.edge.errors import ApiError
+from channels.edge.requests import read_body, read_query
 from gateway.api.tools import run_of_token
-from gateway.errors import ApiError
 
 MCP_PATH = "/mcp"
 

@@ -19,10 +19,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from channels.edge.errors import ApiError
 from core.errors import RolecallError
 from core.tools import TOOLS, call_tool
 from gateway.api.tools import run_for_bearer, tools_of
-from gateway.errors import ApiError
 
 SERVER_NAME = "rolecall"
 

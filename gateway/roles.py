@@ -15,9 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.requests import read_query
 from core.errors import NotFound
 from core.roles import ManifestError, Role, load_roles
-from gateway.api import read_query
 from gateway.settings import Settings
 
 ROLES_KEY = web.AppKey("roles", Mapping[str, Role])

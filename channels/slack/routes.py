@@ -22,6 +22,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from channels.edge.errors import ApiError, error_response
+from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from channels.slack import install
 from channels.slack.apps import (
     WEB_API_TIMEOUT,
@@ -35,8 +37,6 @@ from channels.slack.delivery import Delivery
 from channels.slack.inbound import Inbound
 from channels.slack.verify import check_signature, read_event
 from core.roles import Role
-from gateway.api import DATABASE_KEY, HOST_KEY
-from gateway.errors import ApiError, error_response
 from gateway.settings import Settings
 
 log = logging.getLogger("rolecall.slack")

@@ -22,9 +22,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from channels.edge.errors import ApiError
 from core.errors import InvalidInput
 from core.values import check_value
-from gateway.errors import ApiError
 
 MAX_AGE = 300
 """Seconds a signature stays good (Slack's own advice: five minutes)."""

@@ -20,6 +20,15 @@ from typing import Any
 from aiohttp import web
 from aiohttp_sse import EventSourceResponse
 
+from channels.edge.errors import ApiError
+from channels.edge.requests import (
+    DATABASE_KEY,
+    HOST_KEY,
+    query_bool,
+    query_int,
+    read_object,
+    read_query,
+)
 from channels.web.limits import PostingRate
 from channels.web.present import Frames, Names, widget_event, working_frame
 from channels.web.sites import Site, Sites, check_origin
@@ -38,8 +47,6 @@ from core.participants import Address, ParticipantSet
 from core.people import Identity, Person, parse_identity
 from core.storage.database import Database
 from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
-from gateway.api import DATABASE_KEY, HOST_KEY, query_bool, query_int, read_object, read_query
-from gateway.errors import ApiError
 from gateway.metrics import METRICS_KEY
 from gateway.roles import ROLES_KEY
 from gateway.settings import Settings, ensure_widget_key

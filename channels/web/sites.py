@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.errors import ApiError
+from channels.edge.errors import ApiError
 from gateway.settings import SiteSettings
 
 DEFAULT_SITE = "default"

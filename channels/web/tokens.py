@@ -18,7 +18,7 @@ from typing import Any
 
 import jwt
 
-from gateway.errors import ApiError
+from channels.edge.errors import ApiError
 
 ALGORITHM = "HS256"
 SESSION_LIFETIME = timedelta(hours=12)

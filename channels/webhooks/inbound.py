@@ -7,7 +7,7 @@ In order, each step stopping the request at the first problem and storing nothin
    `invalid_signature`; a signed request without its delivery id (or GitHub event) → 400
    `missing_header`;
 3. the body: not JSON → 400 `invalid_json` (a compressed body is decoded first, as on every
-   route: `gateway.api.read_body`);
+   route: `channels.edge.requests.read_body`);
 4. the payload's values (`core.values`, checked by `core.webhooks.map_delivery`): a lone
    surrogate, a NUL, a number storage cannot hold, nesting too deep → 422 naming the field;
 5. the mapping (`core.webhooks`): a payload that does not map → 422 with the reason;
@@ -27,12 +27,12 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.errors import ApiError
+from channels.edge.requests import DATABASE_KEY, read_body, read_query
 from channels.webhooks.signatures import MissingHeader, SignatureError
 from channels.webhooks.sources import InboundSource
 from core.storage.webhook_store import Received
 from core.webhooks import ItemUpdate, map_delivery
-from gateway.api import DATABASE_KEY, read_body, read_query
-from gateway.errors import ApiError
 
 SOURCES_KEY = web.AppKey("webhook_sources", Mapping[str, InboundSource])
 PATH = "/hooks/{source}"

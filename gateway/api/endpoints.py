@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, field, read_object, read_query
 from channels.webhooks.outbound import Outbound
 from core.endpoints import (
     SECRET_BYTES,
@@ -37,7 +38,6 @@ from core.endpoints import (
 )
 from core.errors import InvalidInput, NotFound
 from core.timeline import ThreadId
-from gateway.api import DATABASE_KEY, field, read_object, read_query
 from gateway.roles import ROLES_KEY
 from gateway.settings import Settings
 

@@ -16,8 +16,8 @@ import contextlib
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, query_int, read_query
 from core.storage.repository import MAX_PAGE
-from gateway.api import DATABASE_KEY, query_int, read_query
 from gateway.api.serialize import event_json
 
 routes = web.RouteTableDef()

@@ -23,12 +23,12 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, field, query_int, read_object, read_query
 from core.errors import InvalidInput, NotFound
 from core.memory import MemoryEntry, check_redaction_reason
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
 from core.timeline import ThreadId, rfc3339
 from core.values import text_problem
-from gateway.api import DATABASE_KEY, field, query_int, read_object, read_query
 from gateway.roles import ROLES_KEY
 
 REDACTED_BY = "operator"

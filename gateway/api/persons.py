@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, field, named, query_int, read_object, read_query
 from core.errors import InvalidInput, NotFound, RolecallError
 from core.people import (
     KEEP,
@@ -32,7 +33,6 @@ from core.people import (
     parse_slug,
 )
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
-from gateway.api import DATABASE_KEY, field, named, query_int, read_object, read_query
 
 routes = web.RouteTableDef()
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
 from core.errors import Conflict, InvalidInput
 from core.runs.run import Run, RunId, Turn
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
 from core.timeline import ThreadId, rfc3339
-from gateway.api import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
 
 routes = web.RouteTableDef()
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, read_object, read_query
 from core.errors import NotAllowed
 from core.runs.run import Run, RunId, RunKind
 from core.tools import RunTools
-from gateway.api import DATABASE_KEY, read_object, read_query
 
 routes = web.RouteTableDef()
 

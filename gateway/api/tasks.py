@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from channels.edge.requests import DATABASE_KEY, field, named, query_int, read_object, read_query
 from core.errors import InvalidInput
 from core.participants import Address, ParticipantKind, kind_of, parse_address
 from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
@@ -29,7 +30,6 @@ from core.tasks import (
     parse_external,
     parse_status,
 )
-from gateway.api import DATABASE_KEY, field, named, query_int, read_object, read_query
 from gateway.roles import ROLES_KEY
 
 routes = web.RouteTableDef()

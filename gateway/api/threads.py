@@ -20,6 +20,15 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.edge.requests import (
+    field,
+    named,
+    query_bool,
+    query_int,
+    read_object,
+    read_query,
+    repository,
+)
 from core.errors import InvalidInput
 from core.membership import parse_state
 from core.memory_policy import MemoryPolicy
@@ -32,15 +41,6 @@ from core.timeline import (
     check_reason,
     check_text,
     parse_context,
-)
-from gateway.api import (
-    field,
-    named,
-    query_bool,
-    query_int,
-    read_object,
-    read_query,
-    repository,
 )
 from gateway.api.serialize import event_json, thread_json
 

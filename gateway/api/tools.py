@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from channels.edge.errors import ApiError
+from channels.edge.requests import DATABASE_KEY, HOST_KEY, read_object, read_query
 from core.errors import NotAllowed
 from core.runs.run import Run, RunKind
 from core.runs.tokens import check_may_act
 from core.tools import TOOLS, RunTools, call_tool
-from gateway.api import DATABASE_KEY, HOST_KEY, read_object, read_query
-from gateway.errors import ApiError
 from gateway.roles import ROLES_KEY
 
 routes = web.RouteTableDef()

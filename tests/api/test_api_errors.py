@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import translate_errors
+from channels.edge.errors import translate_errors
 
 ALICE, SUPPORT = "person:alice", "role:support"
 

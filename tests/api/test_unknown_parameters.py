@@ -5,7 +5,7 @@ The routes are not listed here: the test walks `app.router.routes()` of the gate
 `build_app` makes it (API, tools, MCP, widget, webhooks, health and metrics), fills each path
 parameter with a plausible value, presents the credentials the route needs (the operator token,
 a run token, a widget session) and adds `?bogus=1`. A route added later without reading its
-query through `gateway.api.read_query` (or `read_object`, which takes none) fails here.
+query through `channels.edge.requests.read_query` (or `read_object`, which takes none) fails here.
 
 Not walked: the Slack routes (`/slack/{role}/…`, channels/slack, answering 404 for a role
 without a Slack app before they read anything); `GET /slack/{role}/oauth_redirect` legitimately

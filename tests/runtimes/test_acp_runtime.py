@@ -33,6 +33,7 @@ from acp.schema import (
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from core.host.drafts import Draft, DraftKind
 from core.roles import Role
 from core.roles.manifests import ManifestError
@@ -42,7 +43,6 @@ from core.runtimes.acp.render import render
 from core.runtimes.acp.updates import TurnLog
 from core.runtimes.base import AgentError, Prompt, PromptEvent, Reply, ReplyChunk, Step, ToolCall
 from core.runtimes.registry import Runtimes
-from gateway.api import DATABASE_KEY, HOST_KEY
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api

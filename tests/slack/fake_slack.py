@@ -567,23 +567,40 @@ class FakeSlack:
             return await self._down(request, method, args, token)
         status, body, headers = self._answer(method, args, token, request.headers)
         delay = _take(self._delays, method)
-        call = Call(
-            method=method,
-            args=args,
-            token=token,
-            headers=dict(request.headers),
-            at=time.monotonic(),
-            status=status,
-            response=body,
-            delayed=delay.seconds if delay else 0.0,
+        await self._record(
+            request, method, args, token, status, body, delayed=delay.seconds if delay else 0.0
         )
-        self.recorded.append(call)
-        await self._notify()
         if delay is not None:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay.seconds):
                     await self._closing.wait()
         return web.json_response(body, status=status, headers=headers)
+
+    async def _record(
+        self,
+        request: web.Request,
+        method: str,
+        args: dict[str, Any],
+        token: str | None,
+        status: int,
+        body: dict[str, Any],
+        *,
+        delayed: float = 0.0,
+    ) -> None:
+        """Keep the call as answered, and tell whoever waits for calls."""
+        self.recorded.append(
+            Call(
+                method=method,
+                args=args,
+                token=token,
+                headers=dict(request.headers),
+                at=time.monotonic(),
+                status=status,
+                response=body,
+                delayed=delayed,
+            )
+        )
+        await self._notify()
 
     async def _down(
         self, request: web.Request, method: str, args: dict[str, Any], token: str | None
@@ -598,18 +615,7 @@ class FakeSlack:
             status = 503
         else:
             status, body = (500, {}) if kind == "error" else (0, {})
-        self.recorded.append(
-            Call(
-                method=method,
-                args=args,
-                token=token,
-                headers=dict(request.headers),
-                at=time.monotonic(),
-                status=status,
-                response=body,
-            )
-        )
-        await self._notify()
+        await self._record(request, method, args, token, status, body)
         if kind == "drop":
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._outage_hang):
