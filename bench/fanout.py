@@ -36,16 +36,16 @@ from pathlib import Path
 from typing import ClassVar, cast
 
 from bench.harness import Latency
-from core.host import HostLimits, RunHost
-from core.participants import Address, ParticipantSet
-from core.roles import BuiltinRuntime, Role
-from core.runs.run import Run
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import AGENTS, BuiltinAgent
-from core.runtimes.registry import Runtimes
+from core.engine.host import HostLimits, RunHost
+from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import AGENTS, BuiltinAgent
+from core.engine.runtimes.registry import Runtimes
+from core.model.participants import Address, ParticipantSet
+from core.model.roles import BuiltinRuntime, Role
+from core.model.runs.run import Run
+from core.model.tasks import Actor, TaskChange, TaskId, TaskStatus
+from core.model.timeline import ThreadId
 from core.storage.database import Database, open_database, upgrade_schema
-from core.tasks import Actor, TaskChange, TaskId, TaskStatus
-from core.timeline import ThreadId
 
 ROLE = "watch"
 OWNER = Actor.person(Address("person:owner"))

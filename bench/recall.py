@@ -27,11 +27,11 @@ from itertools import accumulate
 from pathlib import Path
 
 from bench.harness import Latency
-from core.memory import parse_recall
-from core.memory_policy import MemoryPolicy
-from core.participants import ParticipantSet
+from core.model.memory import parse_recall
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import ParticipantSet
+from core.model.timeline import ThreadId
 from core.storage.database import open_database, upgrade_schema
-from core.timeline import ThreadId
 
 ROLE = "concierge"
 VOCABULARY = 4_000

@@ -139,7 +139,7 @@ with real context would cost."""
 WEBHOOKS_WHERE_THE_TIME_GOES = """\
 Where the time goes (read from the code and the CPU counters above; not profiled). Inbound: each
 delivery is one unit of work in the gateway's group-commit writer (`ReceiveDelivery`,
-core/storage/webhook_store.py), run on the event loop like every write batch's statements (only
+core/storage/webhooks_store.py), run on the event loop like every write batch's statements (only
 the COMMIT waits in the writer's thread): about ten SQL statements built with SQLAlchemy Core
 (the delivery id looked up, the item's lock, its task read, the delivery recorded, the task
 created or not, the comment's event with its position and the task's counters, the task read
@@ -1389,7 +1389,8 @@ def _acp_section(result: acp_sleep.Result, *, measured: str = "") -> list[str]:
             "nothing; a real agent's prompt takes seconds (a model's answer), against which the "
             "warm overhead is small and the cold start is the program's own start (Node for "
             "Claude's adapter). Sleeping: the host's idle sweep (`sleep_idle` in "
-            "core/host/host.py) closes every idle session at once, and an ACP session's close "
+            "core/engine/host/host.py) closes every idle session at once, and an ACP "
+            "session's close "
             "waits for its process to exit after its input ends (up to 2 s, then SIGTERM, "
             f"then SIGKILL); the {result.alive_after_replies:,} processes alive after the warm "
             f"replies had all ended {result.asleep_after:,.1f} s after the last one."

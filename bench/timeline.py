@@ -23,10 +23,10 @@ from pathlib import Path
 
 from bench import loadgen
 from bench.harness import Latency, free_port, gateway_env, server
-from core.membership import ParticipantState
-from core.participants import ParticipantSet, parse_address
+from core.model.membership import ParticipantState
+from core.model.participants import ParticipantSet, parse_address
+from core.model.timeline import ThreadId
 from core.storage.database import open_database, upgrade_schema
-from core.timeline import ThreadId
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")

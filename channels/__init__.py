@@ -2,6 +2,6 @@
 
 Inbound, a channel turns a platform event into "this person says this in the conversation with
 this role" through the one core call every channel uses. Outbound, it listens to committed
-timeline events (a nudge from `core.bus`, then a read after its own cursor) and delivers them to
-its bindings. Slack, the web widget and webhooks arrive as subpackages here.
+timeline events (a nudge from `core.storage.bus`, then a read after its own cursor) and delivers
+them to its bindings. Slack, the web widget and webhooks arrive as subpackages here.
 """

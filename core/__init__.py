@@ -2,5 +2,5 @@
 
 The modules directly in this package (participants, membership, timeline, visibility,
 memory_policy, errors) are pure: plain values and functions, no I/O, no clock.
-`core.storage` does the I/O around them; `core.bus` nudges listeners after commits.
+`core.storage` does the I/O around them; `core.storage.bus` nudges listeners after commits.
 """

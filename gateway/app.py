@@ -9,8 +9,8 @@ and opens the database (closed again on cleanup), and serves:
     /api/v1/tools…  the agent tools; a run token as bearer instead
     /hooks/{source} inbound webhooks, signed with the source's secret (channels/webhooks)
 
-After the database, the run host starts (`core.host`): it nudges runs with news left from before
-a restart, then answers every committed person message in a thread with a role. On cleanup it
+After the database, the run host starts (`core.engine.host`): it nudges runs with news left from
+before a restart, then answers every committed person message in a thread with a role. On cleanup it
 stops first (running turns are redone on the next start), then the database closes. Housekeeping
 (`gateway.housekeeping`) deletes delivery receipts and OAuth states once their time has passed.
 
@@ -18,10 +18,10 @@ Every request passes through one middleware, `request_edge`, which in order: giv
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
 every log line written while the request is handled); checks the operator token on `/api/v1`;
 refuses what no route may take — a `Content-Encoding` other than gzip or deflate (415), a query
-parameter or path parameter that `core.values` refuses (422); runs the handler; turns any failure
-into the JSON error body (`channels.edge.errors.translate`, the one translation); counts and
-times the answer with the status the client actually gets; and writes one access line — method,
-path without the query, status, duration, remote address, request id. Headers are never logged, so
+parameter or path parameter that `core.model.values` refuses (422); runs the handler; turns any
+failure into the JSON error body (`channels.edge.errors.translate`, the one translation); counts and
+times the answer with the status the client actually gets; and writes one access line — method, path
+without the query, status, duration, remote address, request id. Headers are never logged, so
 neither is the token. The runner's own access log is not needed (`web.run_app(app,
 access_log=None)`).
 
@@ -52,6 +52,7 @@ from channels.edge.errors import ApiError, translate
 from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
+    ROLES_KEY,
     check_encoding,
     check_request_values,
     read_query,
@@ -59,15 +60,14 @@ from channels.edge.requests import (
 from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
 from channels.webhooks import routes as webhook_channel
-from core.bus import CommittedEvents
-from core.host import HostLimits, RunHost
-from core.roles import ManifestError, Role
-from core.runtimes.registry import Runtimes
+from core.engine.host import HostLimits, RunHost
+from core.engine.runtimes.registry import Runtimes
+from core.model.roles import ManifestError, Role
 from core.storage import open_database
+from core.storage.bus import CommittedEvents
 from core.storage.database import upgrade_schema
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
 from gateway import malformed
-from gateway import mcp as mcp_endpoint
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
@@ -79,11 +79,18 @@ from gateway.api import threads as thread_routes
 from gateway.api import tools as tool_routes
 from gateway.housekeeping import add_housekeeping
 from gateway.logs import current_request_id
+from gateway.mcp import routes as mcp_endpoint
 from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
-from gateway.roles import ROLES_KEY, configured_roles
+from gateway.roles import configured_roles
 from gateway.roles import routes as role_routes
 from gateway.runtimes import runtime_kinds
-from gateway.settings import Settings, named_secrets
+from gateway.settings import (
+    Settings,
+    named_secrets,
+    slack_config,
+    webhook_sources,
+    widget_config,
+)
 
 API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -114,7 +121,7 @@ def build_app(
     secret that is not set, raises `ManifestError` too).
     """
     known = dict(roles) if roles is not None else configured_roles(settings)
-    sources = webhook_channel.sources_of(settings)
+    sources = webhook_sources(settings)
     if secrets is None:
         names = _secret_names(known.values()) | webhook_channel.secret_names(sources)
         secrets = named_secrets(names)
@@ -152,8 +159,9 @@ def build_app(
     mcp_endpoint.add_routes(
         app, at_start=any(runtimes.for_role(r).wants_tools for r in known.values())
     )
-    web_channel.add_routes(app, settings)
-    slack_channel.add_routes(app, settings, known, secrets)
+    web_channel.add_routes(app, widget_config(settings))
+    app[METRICS_KEY].widget_streams.set_function(lambda: web_channel.open_streams(app))
+    slack_channel.add_routes(app, slack_config(settings), known, secrets)
     webhook_channel.add_routes(app, sources, known, secrets, directory=settings.sources_dir)
     return app
 
@@ -228,9 +236,9 @@ async def healthz(request: web.Request) -> web.Response:
 def request_edge(api_token: str) -> Middleware:
     """The one middleware every request passes through. In order: give the request an id; check
     the operator token on `/api/v1`; refuse an unsupported `Content-Encoding` and query or path
-    parameters `core.values` refuses; run the handler; turn any failure into the JSON error body
-    (`channels.edge.errors.translate`); count and time the answer as the client gets it; write the
-    access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
+    parameters `core.model.values` refuses; run the handler; turn any failure into the JSON error
+    body (`channels.edge.errors.translate`); count and time the answer as the client gets it; write
+    the access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
     """
     expected = api_token.encode()
 

@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from core.errors import RolecallError
+from core.model.errors import RolecallError
 from gateway.client import DEFAULT_URL, ClientError, GatewayClient, check_base_url
 
 if TYPE_CHECKING:
-    from core.roles import Role
+    from core.model.roles import Role
     from gateway.settings import Settings
 
 PROG = "rolecall"
@@ -402,7 +402,7 @@ def serve_command(args: argparse.Namespace) -> int:
     settings = _settings()
     from aiohttp import web
 
-    from core.roles import ManifestError
+    from core.model.roles import ManifestError
     from gateway.app import build_app
     from gateway.logs import configure_logging
     from gateway.roles import configured_roles
@@ -496,7 +496,7 @@ def _with_database(url: str, work: Callable[[], T]) -> T:
 
 
 def slack_manifest_command(args: argparse.Namespace) -> int:
-    from gateway import slack_manifest as manifest
+    from channels.slack import manifest
 
     base_url = None
     if args.url is not None:
@@ -534,7 +534,7 @@ def slack_manifest_command(args: argparse.Namespace) -> int:
 
 def _configured_role(settings: Settings, name: str) -> Role:
     """The role `name` from the roles directory, as `serve` would read it."""
-    from core.roles import ManifestError
+    from core.model.roles import ManifestError
     from gateway.roles import configured_roles
 
     try:

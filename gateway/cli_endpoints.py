@@ -17,7 +17,7 @@ import argparse
 import urllib.parse
 from typing import Any
 
-from core.endpoints import KINDS
+from core.model.endpoints import KINDS
 from gateway.cli import (
     JSON,
     Command,

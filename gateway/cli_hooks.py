@@ -64,8 +64,8 @@ def add_hook_commands(commands: Any) -> None:
 def hook_test_command(args: argparse.Namespace) -> int:
     from channels.webhooks.signatures import BadSecret, signed_headers
     from channels.webhooks.sources import configured_sources
-    from core.roles import ManifestError
-    from core.webhooks import SourceKind
+    from core.model.roles import ManifestError
+    from core.model.webhooks import SourceKind
 
     try:
         base_url = check_base_url(args.url or os.environ.get("ROLECALL_URL") or DEFAULT_URL)

@@ -1,7 +1,7 @@
 """Housekeeping in the running gateway: every `ROLECALL_HOUSEKEEPING_EVERY` seconds (an hour by
 default; first a minute after start), delete the delivery receipts older than
 `ROLECALL_RECEIPT_DAYS` — Slack's, and those of the webhook sources whose signature covers its
-time (`kind: standard`) — and the expired Slack OAuth states (`core.storage.housekeeping`).
+time (`kind: standard`) — and the expired Slack OAuth states (`core.storage.housekeeping_store`).
 
 Each pass logs one line when it deleted anything and counts what it deleted in
 `rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
@@ -19,9 +19,9 @@ from datetime import timedelta
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY
+from core.model.webhooks import Source
 from core.storage import Database
-from core.storage.housekeeping import Pruned
-from core.webhooks import Source
+from core.storage.housekeeping_store import Pruned
 from gateway.metrics import METRICS_KEY, Metrics
 from gateway.settings import Settings
 

@@ -13,7 +13,7 @@ import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
-from core.timeline import rfc3339
+from core.model.timeline import rfc3339
 from gateway.settings import Settings
 
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)

@@ -25,7 +25,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from core.timeline import AnyEvent, EventKind
+from core.model.timeline import AnyEvent, EventKind
 
 UNMATCHED_ROUTE = "unmatched"
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -10,17 +10,14 @@ the operator set must exist.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
-from channels.edge.requests import read_query
-from core.errors import NotFound
-from core.roles import ManifestError, Role, load_roles
+from channels.edge.requests import ROLES_KEY, read_query
+from core.model.errors import NotFound
+from core.model.roles import ManifestError, Role, load_roles
 from gateway.settings import Settings
-
-ROLES_KEY = web.AppKey("roles", Mapping[str, Role])
 
 routes = web.RouteTableDef()
 

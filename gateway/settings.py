@@ -17,6 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
+from channels.slack.routes import SlackConfig
+from channels.web.routes import WidgetConfig
+from channels.web.sites import Site
+from channels.webhooks.sources import configured_sources
+from core.model.webhooks import Source
+
 ENV_PREFIX = "ROLECALL_"
 _SLACK_TEAM_ID = re.compile(r"T[A-Z0-9]+")
 
@@ -217,6 +223,43 @@ def ensure_widget_key(settings: Settings) -> str:
     if settings.widget_key is not None:
         return settings.widget_key.get_secret_value()
     return _secret_file(settings.widget_key_file)
+
+
+def widget_config(settings: Settings) -> WidgetConfig:
+    """What the widget takes from the settings; its key is read (or created) when it starts."""
+    sites = [
+        Site(
+            name,
+            site.secret.get_secret_value() if site.secret is not None else None,
+            frozenset(site.origins),
+        )
+        for name, site in settings.sites.items()
+    ]
+    return WidgetConfig(
+        sites=sites,
+        key=lambda: ensure_widget_key(settings),
+        post_rate=settings.widget_post_rate,
+        base_url=settings.base_url,
+    )
+
+
+def slack_config(settings: Settings) -> SlackConfig:
+    """What the Slack channel takes from the settings."""
+    return SlackConfig(
+        roles_dir=settings.roles_dir,
+        api_url=settings.slack_api_url,
+        database_url=settings.database,
+        base_url=settings.base_url,
+        pace=settings.slack_pace,
+        email_link_teams=settings.slack_email_link_teams,
+    )
+
+
+def webhook_sources(settings: Settings) -> dict[str, Source]:
+    """The sources in `ROLECALL_SOURCES_DIR` (`ManifestError` naming the file and the field).
+    The default directory may be missing (no sources); a directory the operator set must exist."""
+    default = "sources_dir" not in settings.model_fields_set
+    return configured_sources(settings.sources_dir, default=default)
 
 
 def _secret_file(path: Path) -> str:

@@ -1,6 +1,7 @@
 """Memory entries as older versions stored them, written straight into a real database.
 
-Before `core.memory.check_payload` ran `core.values`, a payload went to storage as `json.dumps`
+Before `core.model.memory.check_payload` ran `core.model.values`, a payload went to storage as
+`json.dumps`
 gave it: `Infinity`/`NaN` and integers past 64 bits, NULs and lone surrogates included. SQLite
 kept any such text; PostgreSQL's `json` column (before migration 0016) refused NaN and infinities
 but kept NUL and lone surrogates. These helpers write such rows the way the old `StoreMemory` did
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from core.memory import text_of
+from core.model.memory import text_of
 from core.storage.ids import new_id
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from core.errors import (
+from core.model.errors import (
     Conflict,
     InvalidInput,
     LimitReached,

@@ -6,14 +6,15 @@ strict, so that a typo is an error rather than a silently ignored field:
 - A body is one JSON object. Not JSON (or not UTF-8) is 400 `invalid_json`; JSON that is not an
   object is 422 `invalid_body`; a field the route does not know is 422 `unknown_field`, a required
   one absent is 422 `missing_field` — each naming the field.
-- Every field's value holds only what storage keeps (`core.values`: Unicode scalar values without
+- Every field's value holds only what storage keeps (`core.model.values`: Unicode scalar values
+without
   NUL, finite numbers within 64 bits, bounded nesting), else 422 naming the field and why.
 - Each field is parsed by core's own validators (`parse_address`, `check_text`, …); their errors
   keep their class and code (so too-long text stays 413) and gain the field's name in the message.
 - Query parameters likewise: unknown or repeated is 422; numbers are plain decimal digits within
   the stated bounds (never beyond what every JSON client reads exactly). A route that reads a
   body takes no query parameters at all. (Every query value and path parameter has passed
-  `core.values` already, in the gateway's one middleware: `check_request_values`.)
+  `core.model.values` already, in the gateway's one middleware: `check_request_values`.)
 - A body may come compressed (`Content-Encoding: gzip` or `deflate`, decoded here by
   `read_body`, never past the body limit once decoded); one that does not decode is 400
   `invalid_encoding`. Any other coding is 415 `unsupported_encoding` (`check_encoding`, also in
@@ -34,14 +35,16 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from channels.edge.errors import ApiError
-from core.errors import InvalidInput, RolecallError
-from core.host import RunHost
+from core.engine.host import RunHost
+from core.model.errors import InvalidInput, RolecallError
+from core.model.roles import Role
+from core.model.values import check_text, check_value
 from core.storage import Database
-from core.storage.repository import ThreadRepository
-from core.values import check_text, check_value
+from core.storage.threads_store import ThreadRepository
 
 DATABASE_KEY = web.AppKey("database", Database)
 HOST_KEY = web.AppKey("host", RunHost)
+ROLES_KEY = web.AppKey("roles", Mapping[str, Role])
 
 # Cursors and counts stay within the integers every JSON client reads exactly (JavaScript's
 # Number.MAX_SAFE_INTEGER), far inside what storage holds even after it adds one.
@@ -132,7 +135,8 @@ def _coding(request: web.Request) -> str:
 
 def check_request_values(request: web.Request) -> None:
     """Every query parameter (name and value) and every path parameter of the request holds
-    acceptable text (`core.values`: no NUL, no lone surrogate), else 422 naming it. The gateway's
+    acceptable text (`core.model.values`: no NUL, no lone surrogate), else 422 naming it. The
+    gateway's
     middleware calls this for every route, before its handler."""
     for name, value in request.query.items():
         check_text(name, "a query parameter's name")

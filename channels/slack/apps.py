@@ -40,9 +40,9 @@ from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.verify import without_person_text
-from core.errors import InvalidInput
-from core.roles import ManifestError, Role
-from core.values import check_value
+from core.model.errors import InvalidInput
+from core.model.roles import ManifestError, Role
+from core.model.values import check_value
 
 WEB_API_TIMEOUT = 10
 
@@ -156,7 +156,7 @@ def bolt_app(
 async def _acceptable_values(
     req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
 ) -> BoltResponse:
-    """A Socket Mode envelope whose values, but for a person's text, `core.values` does not
+    """A Socket Mode envelope whose values, but for a person's text, `core.model.values` does not
     accept is acknowledged and dropped (logged), before any handler: Slack would only send it
     again."""
     try:

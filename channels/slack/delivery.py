@@ -53,15 +53,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.apps import Clients, NotInstalled
 from channels.slack.streams import Streams
-from core.errors import NotFound
-from core.participants import Address, ParticipantKind, kind_of
-from core.roles import Role
+from core.model.errors import NotFound
+from core.model.participants import Address, ParticipantKind, kind_of
+from core.model.roles import Role
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
+from core.model.values import clean_text
 from core.storage.database import Database
 from core.storage.errors import StorageUnavailable
 from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
-from core.tasks import TaskEvent
-from core.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
-from core.values import clean_text
 
 log = logging.getLogger("rolecall.slack")
 

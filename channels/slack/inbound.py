@@ -12,10 +12,11 @@ Who a Slack user is: their identity `slack:<team>:<user>`'s person, made on firs
 their `users.info` profile. In a workspace the operator allows (`email_link_teams`) a first
 contact whose email Slack says is confirmed (`is_email_confirmed`, with `users:read.email`) joins
 the one active person with that email instead, so that person's conversation continues in the DM
-(`core.people`). Only such an email is stored on a person made from Slack: any other could later
+(`core.model.people`). Only such an email is stored on a person made from Slack: any other could
+later
 be matched by someone else's.
 
-A message whose text `core.values` does not accept (a lone surrogate, a NUL — which Slack's
+A message whose text `core.model.values` does not accept (a lone surrogate, a NUL — which Slack's
 clients never write, but a JSON escape can name) is refused politely, not cleaned: the event is
 recorded as seen and acknowledged (so Slack does not send it again), nothing reaches the
 timeline, and the person is told in the DM why. Cleaning would put words in the timeline the
@@ -37,11 +38,13 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.delivery import Delivery
-from core.errors import RolecallError
-from core.host.host import RunHost
-from core.participants import Address, ParticipantSet
-from core.people import Identity, check_email, parse_identity
-from core.roles import Role
+from core.engine.host.host import RunHost
+from core.model.errors import RolecallError
+from core.model.participants import Address, ParticipantSet
+from core.model.people import Identity, check_email, parse_identity
+from core.model.roles import Role
+from core.model.timeline import ThreadId
+from core.model.values import clean_text, text_problem
 from core.storage.database import Database
 from core.storage.slack_store import (
     RetractFromSlack,
@@ -49,8 +52,6 @@ from core.storage.slack_store import (
     SlackBinding,
     SlackDelivery,
 )
-from core.timeline import ThreadId
-from core.values import clean_text, text_problem
 
 log = logging.getLogger("rolecall.slack")
 

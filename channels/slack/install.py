@@ -29,10 +29,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from channels.slack.apps import ROTATE_BEFORE, SlackCredentials, no_slack_environment
-from core.roles import Role
+from channels.slack.manifest import SCOPES, oauth_redirect_url
+from core.model.roles import Role
 from core.storage import schema
 from core.storage.engine import create_engine
-from gateway.slack_manifest import SCOPES, oauth_redirect_url
 
 log = logging.getLogger("rolecall.slack.oauth")
 

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
@@ -36,8 +37,7 @@ from channels.slack.apps import (
 from channels.slack.delivery import Delivery
 from channels.slack.inbound import Inbound
 from channels.slack.verify import check_signature, read_event
-from core.roles import Role
-from gateway.settings import Settings
+from core.model.roles import Role
 
 log = logging.getLogger("rolecall.slack")
 
@@ -52,12 +52,29 @@ class SlackRole:
     oauth: AsyncOAuthFlow | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackConfig:
+    """What the Slack channel takes from the gateway's settings (the gateway builds it)."""
+
+    roles_dir: Path
+    """Where the role manifests are: a missing secret's error names the manifest."""
+    api_url: str
+    """Slack's Web API (a fake one in tests)."""
+    database_url: str
+    """The gateway's database, where OAuth installations and states are kept."""
+    base_url: str
+    pace: float
+    """Seconds between two posts to one DM (Slack's rate limit for `chat.postMessage`)."""
+    email_link_teams: frozenset[str]
+    """Teams whose members' verified Slack email links them to a person with that email."""
+
+
 SLACK_KEY = web.AppKey("slack", dict[str, SlackRole])
 
 
 def add_routes(
     app: web.Application,
-    settings: Settings,
+    config: SlackConfig,
     roles: Mapping[str, Role],
     secrets: Mapping[str, str],
 ) -> None:
@@ -66,7 +83,7 @@ def add_routes(
     slack = {
         name: SlackRole(
             role,
-            credentials(role, secrets, where=str(settings.roles_dir / f"{name}.yaml")),
+            credentials(role, secrets, where=str(config.roles_dir / f"{name}.yaml")),
         )
         for name, role in roles.items()
         if role.slack is not None
@@ -76,10 +93,10 @@ def add_routes(
     app.router.add_get("/slack/{role}/install", install_page)
     app.router.add_get("/slack/{role}/oauth_redirect", oauth_redirect)
     if slack:
-        app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+        app.cleanup_ctx.append(lambda app: _lifecycle(app, config))
 
 
-async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+async def _lifecycle(app: web.Application, config: SlackConfig) -> AsyncIterator[None]:
     database, host = app[DATABASE_KEY], app[HOST_KEY]
     started: list[SlackRole] = []
     stops: list[Callable[[], None]] = []
@@ -90,19 +107,19 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
     try:
         for entry in app[SLACK_KEY].values():
             role, creds = entry.role, entry.credentials
-            client = web_client(creds.bot_token, settings.slack_api_url, session)
+            client = web_client(creds.bot_token, config.api_url, session)
             clients = Clients.one_workspace(client)
             if creds.client_id is not None:  # installed over OAuth: `client` has no token
-                engine = engine or install.open_engine(settings.database)
+                engine = engine or install.open_engine(config.database_url)
                 entry.oauth = install.oauth_flow(
-                    role, creds, engine=engine, client=client, base_url=settings.base_url
+                    role, creds, engine=engine, client=client, base_url=config.base_url
                 )
                 rotator = install.token_rotator(creds, client)
                 installations = entry.oauth.settings.installation_store
-                clients = Clients.installed(settings.slack_api_url, installations, rotator, session)
-            entry.delivery = Delivery(role, database, clients, pace=settings.slack_pace)
+                clients = Clients.installed(config.api_url, installations, rotator, session)
+            entry.delivery = Delivery(role, database, clients, pace=config.pace)
             entry.bolt = bolt_app(role, creds, client, oauth=entry.oauth)
-            teams = settings.slack_email_link_teams
+            teams = config.email_link_teams
             inbound = Inbound(role, database, host, entry.delivery, email_link_teams=teams)
             inbound.register(entry.bolt)
             await entry.delivery.start()

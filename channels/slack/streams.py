@@ -1,10 +1,10 @@
 """Replies shown in the DM as the agent writes them, with Slack's chat streaming.
 
 The run host tells its draft listeners the pieces of a reply as the agent writes it
-(`core.host.drafts`). For a DM whose person last wrote in Slack, the first piece starts a stream
-in the thread of their message (`chat.startStream`), the next ones are appended
-(`chat.appendStream`). The stream is not the reply: the reply is the message the turn commits.
-When the delivery worker comes to that message it claims the stream (`claim`), stops it
+(`core.engine.host.drafts`). For a DM whose person last wrote in Slack, the first piece starts a
+stream in the thread of their message (`chat.startStream`), the next ones are appended
+(`chat.appendStream`). The stream is not the reply: the reply is the message the turn commits. When
+the delivery worker comes to that message it claims the stream (`claim`), stops it
 (`chat.stopStream`, its text made exactly the message's if they differ) and records the stream's
 `ts` as the message's — so there is exactly one final message, streamed or not. The stream is
 stopped with the message's metadata, so that after a crash between the stop and the record of
@@ -27,9 +27,9 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 
 from channels.slack.apps import Clients, NotInstalled
-from core.host.drafts import Draft, DraftKind
+from core.engine.host.drafts import Draft, DraftKind
+from core.model.timeline import ThreadId
 from core.storage.slack_store import SlackBinding
-from core.timeline import ThreadId
 
 log = logging.getLogger("rolecall.slack")
 

@@ -5,7 +5,7 @@ signature Slack computes with the app's signing secret (`v0=HMAC-SHA256("v0:{tim
 the timestamp within `MAX_AGE` seconds of now) before a byte of it is decoded; a request that
 fails is refused with 401 in the gateway's shape, whatever its headers or body hold — nothing of
 an unauthenticated body is decoded, parsed or logged. Only then is the body read as what Slack
-sends: UTF-8 JSON holding an object (400 otherwise), whose values obey `core.values` (422): no
+sends: UTF-8 JSON holding an object (400 otherwise), whose values obey `core.model.values` (422): no
 Slack id, timestamp or number a backend cannot store reaches storage.
 
 A person's own words are the exception: the text (and the blocks and attachments that repeat
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from channels.edge.errors import ApiError
-from core.errors import InvalidInput
-from core.values import check_value
+from core.model.errors import InvalidInput
+from core.model.values import check_value
 
 MAX_AGE = 300
 """Seconds a signature stays good (Slack's own advice: five minutes)."""
@@ -51,7 +51,7 @@ def check_signature(secret: str, headers: Mapping[str, str], body: bytes, now: f
 
 def read_event(body: bytes) -> dict[str, Any]:
     """The signed body as Slack sends it: a JSON object (400 otherwise) whose values, but for
-    a person's own text, `core.values` accepts (422 otherwise)."""
+    a person's own text, `core.model.values` accepts (422 otherwise)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:

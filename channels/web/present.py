@@ -7,12 +7,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import NotFound
-from core.participants import Address, ParticipantKind, kind_of
-from core.roles import Role
-from core.runs.conversation import FRESH_SESSION_NOTICE
+from core.model.errors import NotFound
+from core.model.participants import Address, ParticipantKind, kind_of
+from core.model.roles import Role
+from core.model.runs.conversation import FRESH_SESSION_NOTICE
+from core.model.timeline import AnyEvent, Message, Retraction, SystemNote, rfc3339
 from core.storage.database import Database
-from core.timeline import AnyEvent, Message, Retraction, SystemNote, rfc3339
 
 NAMES_KEPT = 10_000
 FRAMES_KEPT = 4_096

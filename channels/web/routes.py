@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from channels.edge.errors import ApiError
 from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
+    ROLES_KEY,
     query_bool,
     query_int,
     read_object,
@@ -41,15 +42,12 @@ from channels.web.stream import (
     Working,
 )
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
-from core.errors import InvalidInput, NotAllowed, TooLarge
-from core.host.host import RunHost
-from core.participants import Address, ParticipantSet
-from core.people import Identity, Person, parse_identity
+from core.engine.host.host import RunHost
+from core.model.errors import InvalidInput, NotAllowed, TooLarge
+from core.model.participants import Address, ParticipantSet
+from core.model.people import Identity, Person, parse_identity
+from core.model.timeline import AnyEvent, ThreadId, check_text, rfc3339
 from core.storage.database import Database
-from core.timeline import AnyEvent, ThreadId, check_text, rfc3339
-from gateway.metrics import METRICS_KEY
-from gateway.roles import ROLES_KEY
-from gateway.settings import Settings, ensure_widget_key
 
 log = logging.getLogger("rolecall.web")
 
@@ -78,9 +76,29 @@ class WebChannel:
 WEB_KEY = web.AppKey("web_channel", WebChannel)
 
 
-def add_routes(app: web.Application, settings: Settings) -> None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WidgetConfig:
+    """What the widget takes from the gateway's settings (the gateway builds it)."""
+
+    sites: Iterable[Site]
+    """The sites that embed the widget; `default` is added when not configured, and the
+    gateway's own origin is allowed for every site (the demo page)."""
+    key: Callable[[], str]
+    """The key that signs widget sessions and visitor tokens, asked for once at start."""
+    post_rate: float
+    """Messages per minute one widget session may post."""
+    base_url: str
+
+
+def open_streams(app: web.Application) -> int:
+    """How many widget streams are open now (0 before the channel starts)."""
+    channel = app.get(WEB_KEY)
+    return channel.fanout.open_streams if channel is not None else 0
+
+
+def add_routes(app: web.Application, config: WidgetConfig) -> None:
     """Mount the widget on the application; call after the database and host lifecycles."""
-    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, config))
     app.on_shutdown.append(_close_streams)
     app.on_response_prepare.append(_cors)
     app.router.add_get("/", demo_page)
@@ -95,17 +113,16 @@ def add_routes(app: web.Application, settings: Settings) -> None:
     app.router.add_post(PREFIX + "/link", redeem_link_code)
 
 
-async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+async def _lifecycle(app: web.Application, config: WidgetConfig) -> AsyncIterator[None]:
     database = app[DATABASE_KEY]
     channel = WebChannel(
-        sites=Sites(settings.sites, own_origin=settings.base_url),
-        keys=WidgetKeys(ensure_widget_key(settings)),
-        rate=PostingRate(settings.widget_post_rate),
+        sites=Sites(config.sites, own_origin=config.base_url),
+        keys=WidgetKeys(config.key()),
+        rate=PostingRate(config.post_rate),
         names=Names(database, app[ROLES_KEY]),
-        base_url=settings.base_url,
+        base_url=config.base_url,
     )
     app[WEB_KEY] = channel
-    app[METRICS_KEY].widget_streams.set_function(lambda: channel.fanout.open_streams)
     stop_commits = database.listen(channel.fanout.on_commit)
     host: RunHost = app[HOST_KEY]
     stop_activity = host.watch_activity(channel.fanout.on_activity)
@@ -240,7 +257,7 @@ def _identity(site: Site, user: str) -> Identity:
 
 async def _link_visitor(database: Database, visitor: Identity, slug: str) -> Person:
     """Move the visitor identity to the signed-in person (merging the visitor's conversations
-    into theirs, `core.people`), unless it is theirs already."""
+    into theirs, `core.model.people`), unless it is theirs already."""
     owner = await database.people.of_identity(visitor)
     if owner is None or owner.slug == slug:
         return await database.people.get(slug)
@@ -277,7 +294,7 @@ async def _current_person(request: web.Request, session: WidgetSession) -> Addre
 async def history(request: web.Request) -> web.Response:
     """A page of the conversation, newest first. At its beginning, `predecessor` names the
     conversation before it: one this person had under an identity since linked to them, kept
-    beside this one by the merge (`core.people`); it pages on with `conversation=`."""
+    beside this one by the merge (`core.model.people`); it pages on with `conversation=`."""
     session = await _session(request)
     params = read_query(request, ["before", "limit", "archived", "conversation"])
     before = query_int(params, "before", default=0, low=1) or None

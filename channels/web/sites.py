@@ -4,32 +4,29 @@ gateway's own origin is allowed for every site (the demo page)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from channels.edge.errors import ApiError
-from gateway.settings import SiteSettings
 
 DEFAULT_SITE = "default"
 
 
 @dataclass(frozen=True, slots=True)
 class Site:
+    """A site that embeds the widget: the secret that signs its users' tokens (None: anonymous
+    visitors only) and the page origins allowed to use the widget for it."""
+
     name: str
     secret: str | None
     origins: frozenset[str]
 
 
 class Sites:
-    def __init__(self, configured: Mapping[str, SiteSettings], *, own_origin: str) -> None:
+    def __init__(self, configured: Iterable[Site], *, own_origin: str) -> None:
         own = _loopback_aliases(own_origin)
         self._sites = {
-            name: Site(
-                name,
-                site.secret.get_secret_value() if site.secret is not None else None,
-                frozenset(site.origins) | own,
-            )
-            for name, site in configured.items()
+            site.name: Site(site.name, site.secret, site.origins | own) for site in configured
         }
         self._sites.setdefault(DEFAULT_SITE, Site(DEFAULT_SITE, None, own))
         self._any_origin = frozenset().union(*(site.origins for site in self._sites.values()))

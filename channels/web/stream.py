@@ -8,7 +8,8 @@ reads the database only when it starts (what the browser missed: `Last-Event-ID`
 queue overflowed (it fell behind; it catches up from the database and goes on).
 
 What a stream passes on is filtered for its viewer here, in memory, by the visibility rule of
-`core.visibility`: a participant sees their own state changes, and everything else while active.
+`core.model.visibility`: a participant sees their own state changes, and everything else while
+active.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.membership import ParticipantState
-from core.participants import Address
-from core.tasks import TaskEvent
-from core.timeline import AnyEvent, StateChange, ThreadId
+from core.model.membership import ParticipantState
+from core.model.participants import Address
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent, StateChange, ThreadId
 
 QUEUE_LIMIT = 1_000
 """Items a stream may fall behind before it is told to catch up from the database."""

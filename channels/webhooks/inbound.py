@@ -8,10 +8,10 @@ In order, each step stopping the request at the first problem and storing nothin
    `missing_header`;
 3. the body: not JSON → 400 `invalid_json` (a compressed body is decoded first, as on every
    route: `channels.edge.requests.read_body`);
-4. the payload's values (`core.values`, checked by `core.webhooks.map_delivery`): a lone
+4. the payload's values (`core.model.values`, checked by `core.model.webhooks.map_delivery`): a lone
    surrogate, a NUL, a number storage cannot hold, nesting too deep → 422 naming the field;
-5. the mapping (`core.webhooks`): a payload that does not map → 422 with the reason;
-6. the delivery, committed with everything it does (`core.storage.webhook_store`) → 200.
+5. the mapping (`core.model.webhooks`): a payload that does not map → 422 with the reason;
+6. the delivery, committed with everything it does (`core.storage.webhooks_store`) → 200.
 
 The 200 is sent after the commit, with what was done: `{"source", "delivery_id", "duplicate",
 "ignored", "task", "events", "notes"}`. A delivery id seen before is 200 with `"duplicate": true`
@@ -31,8 +31,8 @@ from channels.edge.errors import ApiError
 from channels.edge.requests import DATABASE_KEY, read_body, read_query
 from channels.webhooks.signatures import MissingHeader, SignatureError
 from channels.webhooks.sources import InboundSource
-from core.storage.webhook_store import Received
-from core.webhooks import ItemUpdate, map_delivery
+from core.model.webhooks import ItemUpdate, map_delivery
+from core.storage.webhooks_store import Received
 
 SOURCES_KEY = web.AppKey("webhook_sources", Mapping[str, InboundSource])
 PATH = "/hooks/{source}"

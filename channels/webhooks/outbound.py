@@ -44,7 +44,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from standardwebhooks import Webhook
 
-from core.endpoints import (
+from core.model.endpoints import (
     Attempt,
     Cursors,
     Endpoint,
@@ -61,13 +61,13 @@ from core.endpoints import (
     task_type,
     timeline_type,
 )
-from core.errors import InvalidInput, NotFound
-from core.participants import ParticipantKind, kind_of
+from core.model.errors import InvalidInput, NotFound
+from core.model.participants import ParticipantKind, kind_of
+from core.model.serialize import event_json
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent, ThreadId
 from core.storage.database import Database
 from core.storage.errors import StorageUnavailable
-from core.tasks import TaskEvent
-from core.timeline import AnyEvent, ThreadId
-from gateway.api.serialize import event_json
 
 log = logging.getLogger("rolecall.webhooks")
 

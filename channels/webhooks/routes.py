@@ -10,16 +10,9 @@ from aiohttp import web
 
 from channels.webhooks import inbound
 from channels.webhooks.sources import configured_sources, ready, secret_names
-from core.webhooks import Source
-from gateway.settings import Settings
+from core.model.webhooks import Source
 
-__all__ = ["add_routes", "configured_sources", "secret_names", "sources_of"]
-
-
-def sources_of(settings: Settings) -> dict[str, Source]:
-    """The sources in `ROLECALL_SOURCES_DIR` (`ManifestError` naming the file and the field)."""
-    default = "sources_dir" not in settings.model_fields_set
-    return configured_sources(settings.sources_dir, default=default)
+__all__ = ["add_routes", "configured_sources", "secret_names"]
 
 
 def add_routes(

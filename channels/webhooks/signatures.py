@@ -29,7 +29,7 @@ from typing import Protocol
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from core.webhooks import SourceKind
+from core.model.webhooks import SourceKind
 
 HUB_SIGNATURE = "X-Hub-Signature-256"
 GITHUB_DELIVERY = "X-GitHub-Delivery"

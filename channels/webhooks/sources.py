@@ -1,5 +1,6 @@
 """The webhook sources the operator configured: `ROLECALL_SOURCES_DIR` (default
-`manifests/sources`), one YAML manifest a source, `<name>.yaml` (the model: `core.webhooks.Source`).
+`manifests/sources`), one YAML manifest a source, `<name>.yaml` (the model:
+`core.model.webhooks.Source`).
 
 Read once at start. Anything wrong stops start-up with one line naming the file and the field, as
 for role manifests: a manifest that does not parse or validate, a file not named after its
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from channels.webhooks.signatures import BadSecret, Verifier, verifier
-from core.roles import ManifestError
-from core.roles.manifests import read_manifest
-from core.webhooks import Source
+from core.model.roles import ManifestError
+from core.model.roles.manifests import read_manifest
+from core.model.webhooks import Source
 
 SUFFIXES = (".yaml", ".yml")
 

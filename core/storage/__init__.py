@@ -5,7 +5,8 @@ through one writer that commits in batches (group commit); reads go straight to 
 """
 
 from core.storage.database import Database, open_database
-from core.storage.repository import EventPage, ThreadPage, ThreadRepository, TimelinePage
+from core.storage.pages import EventPage, ThreadPage, TimelinePage
+from core.storage.threads_store import ThreadRepository
 
 __all__ = [
     "Database",

@@ -24,29 +24,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from core.bus import CommittedEvents
-from core.storage.endpoint_store import SqlEndpointRepository
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent
+from core.storage.bus import CommittedEvents
+from core.storage.endpoints_store import SqlEndpointRepository
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
-from core.storage.housekeeping import SqlHousekeeping
+from core.storage.housekeeping_store import SqlHousekeeping
 from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
-from core.storage.people import SqlPeopleRepository
-from core.storage.repository import ThreadRepository
+from core.storage.people_store import SqlPeopleRepository
+from core.storage.runs_store import SqlRunRepository
 from core.storage.slack_store import SqlSlackRepository
-from core.storage.sql_runs import SqlRunRepository
-from core.storage.sql_threads import SqlThreadRepository
-from core.storage.subscriptions import SqlSubscriptionRepository
-from core.storage.task_store import SqlTaskRepository
+from core.storage.subscriptions_store import SqlSubscriptionRepository
+from core.storage.tasks_store import SqlTaskRepository
+from core.storage.threads_store import SqlThreadRepository, ThreadRepository
 from core.storage.transact import (
     AsyncTransactor,
     SqliteWriteTransactor,
     ThreadTransactor,
     Transactor,
 )
-from core.storage.webhook_store import SqlWebhookRepository
+from core.storage.webhooks_store import SqlWebhookRepository
 from core.storage.writer import Writer
-from core.tasks import TaskEvent
-from core.timeline import AnyEvent
 
 __all__ = ["Database", "open_database", "upgrade_schema"]
 

@@ -2,13 +2,13 @@
 
 A stored entry takes its thread's lock (when it has a thread), so its `thread_only` is the
 thread's memory policy at that moment, in order with policy changes. Recall is one statement:
-the role's entries the thread may see (`core.memory.recallable_in`, written as SQL: redacted
+the role's entries the thread may see (`core.model.memory.recallable_in`, written as SQL: redacted
 entries never), matching every word of the query — SQLite: the FTS5 table `memory_search`;
 PostgreSQL: the generated `search` tsvector with its GIN index — and the field filters, newest
 first.
 
 No stored entry can make a recall fail. Payloads are read as JSON text and decoded by
-`core.memory.payload_from_storage`, which mends what it cannot keep. The field filters never
+`core.model.memory.payload_from_storage`, which mends what it cannot keep. The field filters never
 trip over a payload: on PostgreSQL the column is `jsonb` (since migration 0016, which mended the
 `json` rows that could not become `jsonb`), so every stored payload is one PostgreSQL can
 compare; on SQLite, whose JSON functions refuse text that is not JSON (the `Infinity` and `NaN`
@@ -45,8 +45,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from core.errors import Conflict, NotFound
-from core.memory import (
+from core.model.errors import Conflict, NotFound
+from core.model.memory import (
     MemoryEntry,
     MemoryId,
     Recall,
@@ -56,13 +56,13 @@ from core.memory import (
     stamp,
     text_of,
 )
-from core.memory_policy import MemoryPolicy
+from core.model.memory_policy import MemoryPolicy
+from core.model.timeline import ThreadId, rfc3339
 from core.storage import schema
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.transact import Transactor
 from core.storage.writer import Batch, Writer
-from core.timeline import ThreadId, rfc3339
 
 _m = schema.memory_entries
 _r = schema.memory_redactions
@@ -281,7 +281,7 @@ class SqlMemoryRepository:
         self, role: str, payload: Mapping[str, Any], *, thread_id: ThreadId | None
     ) -> MemoryEntry:
         """Append an entry to `role`'s memory, stamped with the thread and its policy now.
-        The payload is checked (`core.memory.check_payload`) whoever calls."""
+        The payload is checked (`core.model.memory.check_payload`) whoever calls."""
         return await self._writer.run(StoreMemory(role, check_payload(payload), thread_id))
 
     async def recall(

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core.membership import ParticipantState
-from core.timeline import (
+from core.model.membership import ParticipantState
+from core.model.timeline import (
     AnyEvent,
     Message,
     MessageContext,

@@ -24,13 +24,13 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core.errors import RolecallError
-from core.participants import Address
+from core.model.errors import RolecallError
+from core.model.participants import Address
+from core.model.timeline import AnyEvent, EventId, MessageContext, ThreadId
 from core.storage import schema
-from core.storage.commands import PostMessage, Retract
+from core.storage.threads_commands import PostMessage, Retract
 from core.storage.transact import Transactor
 from core.storage.writer import Batch, Writer
-from core.timeline import AnyEvent, EventId, MessageContext, ThreadId
 
 CHANNEL = "slack"
 REPLACES = "replaces"

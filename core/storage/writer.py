@@ -40,19 +40,13 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.exc import DBAPIError
 
-from core.errors import NotFound, RolecallError
-from core.membership import ParticipantState
-from core.memory_policy import MemoryPolicy
-from core.participants import Address
-from core.storage import schema
-from core.storage.errors import StorageUnavailable
-from core.storage.ids import new_id
-from core.storage.rows import EVENT_COLUMNS, event_values, from_micros, to_micros
-from core.storage.statements import DriverStatement
-from core.storage.transact import Transactor
-from core.tasks import TaskEvent
-from core.threads import Thread
-from core.timeline import (
+from core.model.errors import NotFound, RolecallError
+from core.model.membership import ParticipantState
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import Address
+from core.model.tasks import TaskEvent
+from core.model.threads import Thread
+from core.model.timeline import (
     AnyEvent,
     EventId,
     Message,
@@ -61,6 +55,12 @@ from core.timeline import (
     SystemNote,
     ThreadId,
 )
+from core.storage import schema
+from core.storage.errors import StorageUnavailable
+from core.storage.ids import new_id
+from core.storage.rows import EVENT_COLUMNS, event_values, from_micros, to_micros
+from core.storage.statements import DriverStatement
+from core.storage.transact import Transactor
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, field, read_object, read_query
+from channels.edge.requests import DATABASE_KEY, ROLES_KEY, field, read_object, read_query
 from channels.webhooks.outbound import Outbound
-from core.endpoints import (
+from core.model.endpoints import (
     SECRET_BYTES,
     EndpointId,
     Filters,
@@ -36,9 +36,8 @@ from core.endpoints import (
     parse_threads,
     parse_url,
 )
-from core.errors import InvalidInput, NotFound
-from core.timeline import ThreadId
-from gateway.roles import ROLES_KEY
+from core.model.errors import InvalidInput, NotFound
+from core.model.timeline import ThreadId
 from gateway.settings import Settings
 
 OUTBOUND_KEY = web.AppKey("outbound", Outbound)

@@ -17,8 +17,8 @@ import contextlib
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, query_int, read_query
-from core.storage.repository import MAX_PAGE
-from gateway.api.serialize import event_json
+from core.model.serialize import event_json
+from core.storage.pages import MAX_PAGE
 
 routes = web.RouteTableDef()
 

@@ -5,8 +5,8 @@
     POST /api/v1/roles/{role}/memory/{entry_id}/redact        {reason?} -> 201, the entry with
                                                               its redaction
 
-Agents store and recall through the tools (`core.tools`); this is the operator's view, which sees
-every entry of the role whatever its thread. A redaction is appended beside the entry, never in
+Agents store and recall through the tools (`core.engine.tools`); this is the operator's view, which
+sees every entry of the role whatever its thread. A redaction is appended beside the entry, never in
 place of it; from then on no recall returns the entry. Redacting an entry twice is 409
 `already_redacted` (the first redaction, who, when and why, stands). The operator token names no
 one, so a redaction is recorded as made `by` "operator".
@@ -23,13 +23,19 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, field, query_int, read_object, read_query
-from core.errors import InvalidInput, NotFound
-from core.memory import MemoryEntry, check_redaction_reason
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
-from core.timeline import ThreadId, rfc3339
-from core.values import text_problem
-from gateway.roles import ROLES_KEY
+from channels.edge.requests import (
+    DATABASE_KEY,
+    ROLES_KEY,
+    field,
+    query_int,
+    read_object,
+    read_query,
+)
+from core.model.errors import InvalidInput, NotFound
+from core.model.memory import MemoryEntry, check_redaction_reason
+from core.model.timeline import ThreadId, rfc3339
+from core.model.values import text_problem
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 
 REDACTED_BY = "operator"
 _ID = re.compile(r"[0-9a-f]{32}")

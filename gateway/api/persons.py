@@ -8,7 +8,7 @@
     POST  /api/v1/persons/{slug}/link-codes      a one-time link code: {ttl_seconds?}
     POST  /api/v1/link-codes/redeem              link an identity with a code: {code, identity}
 
-The rules (identities, link codes, merging one person into another) are `core.people`'s; a
+The rules (identities, link codes, merging one person into another) are `core.model.people`'s; a
 redemption that leaves a person without identities merges them, re-addressing their threads.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, field, named, query_int, read_object, read_query
-from core.errors import InvalidInput, NotFound, RolecallError
-from core.people import (
+from core.model.errors import InvalidInput, NotFound, RolecallError
+from core.model.people import (
     KEEP,
     LinkedIdentity,
     Person,
@@ -32,7 +32,7 @@ from core.people import (
     parse_identity,
     parse_slug,
 )
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 
 routes = web.RouteTableDef()
 

@@ -16,10 +16,10 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
-from core.errors import Conflict, InvalidInput
-from core.runs.run import Run, RunId, Turn
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
-from core.timeline import ThreadId, rfc3339
+from core.model.errors import Conflict, InvalidInput
+from core.model.runs.run import Run, RunId, Turn
+from core.model.timeline import ThreadId, rfc3339
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 
 routes = web.RouteTableDef()
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, read_object, read_query
-from core.errors import NotAllowed
-from core.runs.run import Run, RunId, RunKind
-from core.tools import RunTools
+from core.engine.tools import RunTools
+from core.model.errors import NotAllowed
+from core.model.runs.run import Run, RunId, RunKind
 
 routes = web.RouteTableDef()
 

@@ -15,11 +15,18 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, field, named, query_int, read_object, read_query
-from core.errors import InvalidInput
-from core.participants import Address, ParticipantKind, kind_of, parse_address
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE
-from core.tasks import (
+from channels.edge.requests import (
+    DATABASE_KEY,
+    ROLES_KEY,
+    field,
+    named,
+    query_int,
+    read_object,
+    read_query,
+)
+from core.model.errors import InvalidInput
+from core.model.participants import Address, ParticipantKind, kind_of, parse_address
+from core.model.tasks import (
     Actor,
     TaskChange,
     TaskId,
@@ -30,7 +37,7 @@ from core.tasks import (
     parse_external,
     parse_status,
 )
-from gateway.roles import ROLES_KEY
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 
 routes = web.RouteTableDef()
 

@@ -29,12 +29,12 @@ from channels.edge.requests import (
     read_query,
     repository,
 )
-from core.errors import InvalidInput
-from core.membership import parse_state
-from core.memory_policy import MemoryPolicy
-from core.participants import Address, ParticipantSet, parse_address
-from core.storage.repository import DEFAULT_PAGE, MAX_PAGE, TimelinePage
-from core.timeline import (
+from core.model.errors import InvalidInput
+from core.model.membership import parse_state
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import Address, ParticipantSet, parse_address
+from core.model.serialize import event_json, thread_json
+from core.model.timeline import (
     EventId,
     ThreadId,
     check_channel,
@@ -42,7 +42,7 @@ from core.timeline import (
     check_text,
     parse_context,
 )
-from gateway.api.serialize import event_json, thread_json
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE, TimelinePage
 
 routes = web.RouteTableDef()
 

@@ -4,7 +4,8 @@
     POST /api/v1/tools/{name}    call one: JSON arguments in, `{"result": …}` out
 
 These routes take `Authorization: Bearer <run token>` — not the operator token. The token names
-one run; on every call the run is looked up and checked now (`core.runs.tokens.check_may_act`):
+one run; on every call the run is looked up and checked now
+(`core.model.runs.tokens.check_may_act`):
 a missing, unknown or malformed token is 401; a run whose conversation no longer lets it act
 (its person or its role removed, its role no longer served) is 403. Unknown tool 404; bad
 arguments 422 naming the argument. Operators mint tokens with `POST /api/v1/runs/{id}/token`.
@@ -15,12 +16,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from channels.edge.errors import ApiError
-from channels.edge.requests import DATABASE_KEY, HOST_KEY, read_object, read_query
-from core.errors import NotAllowed
-from core.runs.run import Run, RunKind
-from core.runs.tokens import check_may_act
-from core.tools import TOOLS, RunTools, call_tool
-from gateway.roles import ROLES_KEY
+from channels.edge.requests import DATABASE_KEY, HOST_KEY, ROLES_KEY, read_object, read_query
+from core.engine.tools import TOOLS, RunTools, call_tool
+from core.model.errors import NotAllowed
+from core.model.runs.run import Run, RunKind
+from core.model.runs.tokens import check_may_act
 
 routes = web.RouteTableDef()
 

@@ -18,7 +18,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 
-from core.roles import Role
+from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 

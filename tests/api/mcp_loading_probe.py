@@ -16,14 +16,14 @@ from pathlib import Path
 import aiohttp
 from aiohttp.test_utils import TestServer
 
-from core.roles import Role
-from core.runtimes.builtin import AGENTS, BuiltinRuntime
-from core.runtimes.registry import Runtimes
+from core.engine.runtimes.builtin import AGENTS, BuiltinRuntime
+from core.engine.runtimes.registry import Runtimes
+from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 
 TOKEN = "probe-operator-token-0123456789"
-SERVER_SIDE = ("gateway.mcp_server", "mcp.server.streamable_http_manager")
+SERVER_SIDE = ("gateway.mcp.server", "mcp.server.streamable_http_manager")
 
 
 class _WantsTools(BuiltinRuntime):

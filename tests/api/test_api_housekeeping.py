@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from channels.edge.requests import DATABASE_KEY
+from core.model.webhooks import Source, map_github
 from core.storage.slack_store import SlackDelivery
-from core.webhooks import Source, map_github
 from gateway.settings import Settings
 from tests.api.conftest import Api
 from tests.api.test_api_observability import sample

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from core.values import check_value
+from core.model.values import check_value
 from gateway.settings import Settings
 from tests.api.conftest import Api
 from tests.old_memory import insert_raw, old_payloads

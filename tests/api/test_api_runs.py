@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from core.roles import Role
+from core.model.roles import Role
 from tests.api.conftest import Api
 
 ANN = "person:ann"

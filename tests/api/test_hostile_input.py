@@ -1,4 +1,4 @@
-"""The acceptable-value rule (`core.values`) at every HTTP edge, on SQLite and PostgreSQL.
+"""The acceptable-value rule (`core.model.values`) at every HTTP edge, on SQLite and PostgreSQL.
 
 Each surface a client reaches refuses a lone surrogate, a NUL, a number storage cannot hold and
 nesting too deep with 422 in the one error shape, its code saying why and its message naming the
@@ -176,7 +176,7 @@ def _tools_call(arguments: bytes) -> bytes:
 async def test_the_tools_over_mcp_refuse_bad_arguments_with_the_same_error(edge: Edge):
     """Raw JSON-RPC to `/mcp` (an SDK client would re-encode the values). The SDK's JSON parser
     refuses `\\ud800` escapes itself (a JSON-RPC parse error, 400); what it lets through — a NUL,
-    huge integers, `1e999`, deep nesting — `core.tools` refuses, as a tool error carrying our
+    huge integers, `1e999`, deep nesting — `core.engine.tools` refuses, as a tool error carrying our
     error body with the code and the argument's path."""
     _, _, token = await edge.run_token("person:ann")
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}

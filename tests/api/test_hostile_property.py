@@ -27,7 +27,7 @@ from urllib.parse import quote
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.tools import TOOLS
+from core.engine.tools import TOOLS
 from tests.api.conftest import Reply
 from tests.api.edge import Edge, dumps, edge_gateway  # noqa: F401  (the fixture `edge`)
 from tests.waiting import eventually

@@ -17,11 +17,11 @@ from aiohttp.test_utils import TestServer
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from core.roles import Role
-from core.runtimes.base import Prompt, Reply, Runtime, TurnTools, Update
-from core.runtimes.builtin.agent import BuiltinAgent, BuiltinRuntime
-from core.runtimes.registry import Runtimes
-from core.tools import TOOLS
+from core.engine.runtimes.base import Prompt, Reply, Runtime, TurnTools, Update
+from core.engine.runtimes.builtin.agent import BuiltinAgent, BuiltinRuntime
+from core.engine.runtimes.registry import Runtimes
+from core.engine.tools import TOOLS
+from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api

@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 from playwright.async_api import Dialog, Locator, Page
 
-from core.roles import Role
+from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.browser.host_page import SITE, user_token

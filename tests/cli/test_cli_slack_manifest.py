@@ -1,6 +1,6 @@
 """`rolecall slack manifest ROLE`: the Slack app manifest of a role.
 
-The generator (`gateway/slack_manifest.py`) is pure, so the concierge's manifest is compared with
+The generator (`channels/slack/manifest.py`) is pure, so the concierge's manifest is compared with
 a reviewed fixture field by field: exactly the scopes and events the adapter in `channels/slack/`
 needs. The command is run as a user runs it (a `rolecall` subprocess): it writes the file, says
 where in one line, and fails with one line.
@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from core.roles import Role, load_roles
-from gateway.slack_manifest import (
+from channels.slack.manifest import (
     DESCRIPTION_LIMIT,
     NAME_LIMIT,
     ManifestOptionError,
     app_manifest,
 )
+from core.model.roles import Role, load_roles
 from tests.cli.conftest import REPO, ROLECALL, clean_env
 
 FIXTURE = Path(__file__).parent / "fixtures" / "slack_manifest_concierge.yaml"

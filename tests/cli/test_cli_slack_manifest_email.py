@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from core.roles import Role, load_roles
-from gateway.slack_manifest import app_manifest
+from channels.slack.manifest import app_manifest
+from core.model.roles import Role, load_roles
 from tests.cli.conftest import REPO, clean_env
 from tests.cli.test_cli_slack_manifest import BASE, SCOPES, reviewed
 

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.endpoints import Cursors, EndpointId, EndpointStatus, Filters, Standing
-from core.errors import InvalidInput, NotFound
-from core.participants import ParticipantSet, parse_address
+from core.model.endpoints import Cursors, EndpointId, EndpointStatus, Filters, Standing
+from core.model.errors import InvalidInput, NotFound
+from core.model.participants import ParticipantSet, parse_address
+from core.model.tasks import Actor
 from core.storage.database import Database
-from core.tasks import Actor
 
 ANN = parse_address("person:ann")
 SECRET = "whsec_" + "A" * 43 + "="

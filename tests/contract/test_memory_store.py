@@ -1,5 +1,5 @@
 """Agent memory on every backend: what a thread may recall, full-text queries, field filters —
-and a property test of storage against the reference rules in `core.memory`."""
+and a property test of storage against the reference rules in `core.model.memory`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.membership import ParticipantState
-from core.memory import MemoryEntry, Recall, matches, parse_recall, recallable_in
-from core.memory_policy import MemoryPolicy
-from core.participants import Address, ParticipantSet
+from core.model.membership import ParticipantState
+from core.model.memory import MemoryEntry, Recall, matches, parse_recall, recallable_in
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import Address, ParticipantSet
+from core.model.timeline import ThreadId
 from core.storage.database import Database, open_database
-from core.timeline import ThreadId
 from tests.old_memory import insert_raw, old_payloads
 
 ROLE = "concierge"
@@ -190,7 +190,7 @@ def test_recall_returns_exactly_what_the_rules_allow(database_url, plan, query):
 
 
 def test_recall_arguments_are_checked():
-    from core.errors import InvalidInput
+    from core.model.errors import InvalidInput
 
     for bad in ({"limit": 0}, {"limit": 101}, {"limit": True}, {"where": {"a.b": 1}},
                 {"where": {"a": [1]}}, {"query": 5}, {"query": "tea\x00"},
@@ -215,7 +215,7 @@ BAD_VALUES = [
 async def test_storing_refuses_what_core_values_refuses_whoever_calls(database, value, code):
     """The repository itself checks, so the tools and any in-process caller cannot store what
     storage could not read back; nothing is stored."""
-    from core.errors import InvalidInput
+    from core.model.errors import InvalidInput
 
     alice = await _thread(database, "person:alice")
     for payload in ({"kind": "note", "x": value}, {"kind": "note", "deep": [{"x": value}]}):
@@ -266,7 +266,7 @@ async def old_database_url(database_url, tmp_path):
 
 
 def _acceptable(entry: MemoryEntry) -> bool:
-    from core.values import check_value
+    from core.model.values import check_value
 
     check_value(dict(entry.payload), "payload")  # raises when not
     return True
@@ -374,7 +374,7 @@ async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(datab
 
 
 async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database):
-    from core.errors import Conflict, NotFound
+    from core.model.errors import Conflict, NotFound
 
     entry = await database.memory.store(ROLE, {"text": "once"}, thread_id=None)
     first = await database.memory.redact(ROLE, entry.id, by="operator", reason=None)

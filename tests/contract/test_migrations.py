@@ -13,7 +13,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from core.storage import people, schema
+from core.storage import people_store, schema
 
 EXPRESSION_INDEX = "ix_persons_email_lower"
 
@@ -46,8 +46,9 @@ def _differences(connection: Connection) -> list[object]:
 
 
 def _sqlite_email_lookup_plan(connection: Connection) -> str:
-    """What SQLite does for a first contact's lookup by email (the statement people.py runs)."""
-    statement = people._WITH_EMAIL.compile(dialect=connection.dialect)
+    """What SQLite does for a first contact's lookup by email (the statement people_store.py
+    runs)."""
+    statement = people_store._WITH_EMAIL.compile(dialect=connection.dialect)
     values = statement.params | {"email": "Ann@Example.com"}
     order = statement.positiontup or ()
     rows = connection.exec_driver_sql(

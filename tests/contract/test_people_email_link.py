@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from core.people import parse_identity
+from core.model.people import parse_identity
 from core.storage.database import Database, open_database
 
 SLACK_A = parse_identity("slack:t1:UA")

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.errors import Conflict, NotAllowed, NotFound
-from core.membership import ParticipantState
-from core.memory import parse_recall
-from core.participants import Address, ParticipantSet, parse_address
-from core.people import Identity, PersonChange, parse_identity
+from core.model.errors import Conflict, NotAllowed, NotFound
+from core.model.membership import ParticipantState
+from core.model.memory import parse_recall
+from core.model.participants import Address, ParticipantSet, parse_address
+from core.model.people import Identity, PersonChange, parse_identity
+from core.model.timeline import Message, Retraction, StateChange, ThreadId
 from core.storage.database import Database, open_database
-from core.timeline import Message, Retraction, StateChange, ThreadId
 
 ROLE = parse_address("role:concierge")
 A, B = parse_address("person:a"), parse_address("person:b")

@@ -3,8 +3,8 @@ session replaces the run's earlier session tokens (not another run's, nor an ope
 
 from __future__ import annotations
 
-from core.participants import ParticipantSet
-from core.runs.run import Run
+from core.model.participants import ParticipantSet
+from core.model.runs.run import Run
 from core.storage.database import Database
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import NotAllowed
-from core.membership import ParticipantState
-from core.participants import Address, ParticipantSet, parse_address
+from core.model.errors import NotAllowed
+from core.model.membership import ParticipantState
+from core.model.participants import Address, ParticipantSet, parse_address
+from core.model.timeline import Message, Retraction, ThreadId
 from core.storage.database import Database
 from core.storage.slack_store import (
     PostedToSlack,
@@ -18,7 +19,6 @@ from core.storage.slack_store import (
     SlackBinding,
     SlackDelivery,
 )
-from core.timeline import Message, Retraction, ThreadId
 
 ROLE = "concierge"
 ANN = parse_address("person:ann")

@@ -7,12 +7,12 @@ import pytest
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
-from core.participants import ParticipantSet, parse_address
+from core.model.participants import ParticipantSet, parse_address
+from core.model.timeline import MessageContext
 from core.storage import schema
 from core.storage.database import Database
-from core.storage.reads import RETRACTED
 from core.storage.statements import DriverStatement
-from core.timeline import MessageContext
+from core.storage.threads_reads import RETRACTED
 
 ALICE = parse_address("person:alice")
 ROLE = parse_address("role:concierge")

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from core.errors import Conflict, NotFound
-from core.participants import Address
-from core.tasks import Actor, ExternalRef, TaskChange, TaskId, TaskStatus
+from core.model.errors import Conflict, NotFound
+from core.model.participants import Address
+from core.model.tasks import Actor, ExternalRef, TaskChange, TaskId, TaskStatus
 
 ANN = Actor.person(Address("person:ann"))
 

@@ -7,13 +7,13 @@ import itertools
 
 import pytest
 
-from core.errors import Conflict, NotAllowed, NotFound
-from core.membership import ParticipantState
-from core.memory_policy import MemoryPolicy
-from core.participants import Address, ParticipantSet, parse_address
+from core.model.errors import Conflict, NotAllowed, NotFound
+from core.model.membership import ParticipantState
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import Address, ParticipantSet, parse_address
+from core.model.timeline import EventId, Message, MessageContext, Retraction, StateChange, ThreadId
+from core.model.visibility import visible_to
 from core.storage.database import Database, open_database
-from core.timeline import EventId, Message, MessageContext, Retraction, StateChange, ThreadId
-from core.visibility import visible_to
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")
@@ -184,7 +184,8 @@ async def test_a_non_member_viewer_is_refused(database: Database) -> None:
 async def test_paging_forward_and_backward_agree_with_the_pure_filter(
     database: Database,
 ) -> None:
-    """Storage's range reads give exactly what core.visibility gives over the whole timeline."""
+    """Storage's range reads give exactly what core.model.visibility gives over the whole
+    timeline."""
     thread, _ = await database.threads.resolve(pair("person:alice", "person:bob", "role:concierge"))
     t = database.threads
     for cycle in range(4):

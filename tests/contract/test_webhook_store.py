@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InvalidInput
-from core.participants import Address, ParticipantSet
-from core.runs.run import Run
+from core.model.errors import InvalidInput
+from core.model.participants import Address, ParticipantSet
+from core.model.runs.run import Run
+from core.model.tasks import Actor, ExternalRef, TaskEventKind, TaskStatus
+from core.model.webhooks import Ignored, Source, map_generic, map_github
 from core.storage.database import Database
-from core.tasks import Actor, ExternalRef, TaskEventKind, TaskStatus
-from core.webhooks import Ignored, Source, map_generic, map_github
 
 GH = Source(name="gh", kind="github", secret="GH_SECRET")
 TRACKER = Source(name="tracker", kind="standard", secret="TRACKER_SECRET")

@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from core.participants import ParticipantSet, parse_address
+from core.model.participants import ParticipantSet, parse_address
+from core.model.timeline import Message, ThreadId
 from core.storage import schema
-from core.storage.commands import PostMessage
 from core.storage.database import Database, open_database, upgrade_schema
+from core.storage.threads_commands import PostMessage
 from core.storage.transact import SqliteWriteTransactor
 from core.storage.writer import Batch
-from core.timeline import Message, ThreadId
 
 ALICE = parse_address("person:alice")
 ROLE = parse_address("role:concierge")

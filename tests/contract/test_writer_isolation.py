@@ -19,13 +19,13 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
-from core.errors import Conflict
-from core.participants import ParticipantSet, parse_address
+from core.model.errors import Conflict
+from core.model.participants import ParticipantSet, parse_address
+from core.model.timeline import Message, ThreadId
 from core.storage import schema
-from core.storage.commands import PostMessage
 from core.storage.database import Database
+from core.storage.threads_commands import PostMessage
 from core.storage.writer import Batch
-from core.timeline import Message, ThreadId
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from core.participants import Address, ParticipantSet
+from core.model.participants import Address, ParticipantSet
 from core.storage.database import Database, open_database, upgrade_schema
 from core.storage.engine import create_engine
 from core.storage.errors import StorageUnavailable

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from core.host import HostLimits, RunHost
-from core.roles import Role
-from core.runtimes.builtin import AGENTS, BuiltinAgent
-from core.runtimes.registry import Runtimes
+from core.engine.host import HostLimits, RunHost
+from core.engine.runtimes.builtin import AGENTS, BuiltinAgent
+from core.engine.runtimes.registry import Runtimes
+from core.model.roles import Role
 from core.storage.database import open_database
 from tests.host.scene import FAST, Scene
 

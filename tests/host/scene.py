@@ -11,12 +11,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from core.host import HostLimits, RunHost
-from core.participants import Address, ParticipantSet
-from core.roles import Role
-from core.runs.run import Run
+from core.engine.host import HostLimits, RunHost
+from core.model.participants import Address, ParticipantSet
+from core.model.roles import Role
+from core.model.runs.run import Run
+from core.model.timeline import AnyEvent, Message, SystemNote, ThreadId
 from core.storage.database import Database
-from core.timeline import AnyEvent, Message, SystemNote, ThreadId
 
 T = TypeVar("T")
 

@@ -3,8 +3,8 @@ watches it, and tells the person when the task's status changes."""
 
 from __future__ import annotations
 
-from core.participants import Address
-from core.tasks import Actor, TaskChange, TaskId, TaskStatus
+from core.model.participants import Address
+from core.model.tasks import Actor, TaskChange, TaskId, TaskStatus
 from tests.host.scene import role
 
 

@@ -8,10 +8,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.host import HostLimits
-from core.runs.run import RunStatus, TurnOutcome
-from core.runtimes.base import AgentError, Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
+from core.engine.host import HostLimits
+from core.engine.runtimes.base import AgentError, Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.runs.run import RunStatus, TurnOutcome
 from tests.host.scene import eventually, role
 
 COULD_NOT = "Flaky could not answer because of an error. Send another message to try again."
@@ -198,8 +198,8 @@ async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_sce
 
 
 async def test_a_reply_being_written_is_drafted_and_an_attempt_that_fails_abandons_it(make_scene):
-    from core.host.drafts import Draft, DraftKind
-    from core.runtimes.base import ReplyChunk
+    from core.engine.host.drafts import Draft, DraftKind
+    from core.engine.runtimes.base import ReplyChunk
 
     class Drafting(BuiltinAgent):
         attempts: ClassVar[int] = 0

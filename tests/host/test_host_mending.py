@@ -10,10 +10,9 @@ import math
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.host.drafts import Draft, DraftKind
-from core.host.mending import Mending
-from core.runs.run import RunStatus, TurnOutcome
-from core.runtimes.base import (
+from core.engine.host.drafts import Draft, DraftKind
+from core.engine.host.mending import Mending
+from core.engine.runtimes.base import (
     AgentError,
     Prompt,
     Reply,
@@ -23,7 +22,8 @@ from core.runtimes.base import (
     TurnTools,
     Update,
 )
-from core.runtimes.builtin import BuiltinAgent
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.runs.run import RunStatus, TurnOutcome
 from tests.host.scene import role
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from core.runs.run import RunStatus, TurnCause, TurnOutcome
-from core.runtimes.base import Prompt, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
+from core.engine.runtimes.base import Prompt, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.runs.run import RunStatus, TurnCause, TurnOutcome
 from tests.host.scene import eventually, role
 
 

@@ -8,8 +8,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
+from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
 from tests.host.scene import eventually, role
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.membership import ParticipantState
-from core.participants import Address
-from core.runs.conversation import FRESH_SESSION_NOTICE
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
-from core.timeline import Message
+from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.membership import ParticipantState
+from core.model.participants import Address
+from core.model.runs.conversation import FRESH_SESSION_NOTICE
+from core.model.timeline import Message
 from tests.host.scene import eventually, role
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.participants import Address
-from core.runs.run import RunKind, TurnCause, TurnOutcome
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
-from core.tasks import Actor, ActorKind, TaskChange, TaskStatus
+from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.participants import Address
+from core.model.runs.run import RunKind, TurnCause, TurnOutcome
+from core.model.tasks import Actor, ActorKind, TaskChange, TaskStatus
 from tests.host.scene import eventually, role
 
 ANN = Actor.person(Address("person:ann"))

@@ -17,12 +17,12 @@ from typing import ClassVar
 import asyncpg
 import pytest
 
-from core.host import HostLimits
-from core.runs.run import RunStatus, TurnOutcome
-from core.runtimes.base import Prompt, Reply, TurnTools, Update
-from core.runtimes.builtin import BuiltinAgent
-from core.storage.commands import PostMessage
-from core.timeline import Message
+from core.engine.host import HostLimits
+from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
+from core.engine.runtimes.builtin import BuiltinAgent
+from core.model.runs.run import RunStatus, TurnOutcome
+from core.model.timeline import Message
+from core.storage.threads_commands import PostMessage
 from tests.host.scene import eventually, role
 
 REFUSED = "refuse me"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from channels.webhooks.outbound import _merged
-from core.participants import Address
-from core.tasks import Actor, TaskEvent, TaskEventKind, TaskId
-from core.timeline import EventId, Message, ThreadId
+from core.model.participants import Address
+from core.model.tasks import Actor, TaskEvent, TaskEventKind, TaskId
+from core.model.timeline import EventId, Message, ThreadId
 
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 

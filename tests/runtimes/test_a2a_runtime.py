@@ -25,12 +25,12 @@ from a2a.types.a2a_pb2 import Artifact, Part, StreamResponse, TaskArtifactUpdate
 from aiohttp.test_utils import TestServer
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
-from core.host.drafts import Draft, DraftKind
-from core.roles import Role
-from core.roles.manifests import ManifestError
-from core.runtimes.a2a.reading import TurnReading
-from core.runtimes.a2a.render import render
-from core.runtimes.base import Prompt, PromptEvent, ReplyChunk
+from core.engine.host.drafts import Draft, DraftKind
+from core.engine.runtimes.a2a.reading import TurnReading
+from core.engine.runtimes.a2a.render import render
+from core.engine.runtimes.base import Prompt, PromptEvent, ReplyChunk
+from core.model.roles import Role
+from core.model.roles.manifests import ManifestError
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api

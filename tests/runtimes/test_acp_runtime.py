@@ -34,15 +34,23 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
-from core.host.drafts import Draft, DraftKind
-from core.roles import Role
-from core.roles.manifests import ManifestError
-from core.runtimes.acp import AcpRuntime
-from core.runtimes.acp.policy import Asked, allows, choose, names_in
-from core.runtimes.acp.render import render
-from core.runtimes.acp.updates import TurnLog
-from core.runtimes.base import AgentError, Prompt, PromptEvent, Reply, ReplyChunk, Step, ToolCall
-from core.runtimes.registry import Runtimes
+from core.engine.host.drafts import Draft, DraftKind
+from core.engine.runtimes.acp import AcpRuntime
+from core.engine.runtimes.acp.policy import Asked, allows, choose, names_in
+from core.engine.runtimes.acp.render import render
+from core.engine.runtimes.acp.updates import TurnLog
+from core.engine.runtimes.base import (
+    AgentError,
+    Prompt,
+    PromptEvent,
+    Reply,
+    ReplyChunk,
+    Step,
+    ToolCall,
+)
+from core.engine.runtimes.registry import Runtimes
+from core.model.roles import Role
+from core.model.roles.manifests import ManifestError
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api

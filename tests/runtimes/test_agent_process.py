@@ -15,7 +15,7 @@ import pytest
 PARENT = """
 import asyncio, sys
 from pathlib import Path
-from core.runtimes.acp.process import AgentProcess
+from core.engine.runtimes.acp.process import AgentProcess
 
 async def main() -> None:
     agent = await AgentProcess.spawn(

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from core.runs.run import RunStatus, TurnOutcome
+from core.model.runs.run import RunStatus, TurnOutcome
 from tests.runtimes.fake_openai import FakeOpenAI, say
 from tests.runtimes.test_openai_runtime import ANN, fake, hosted, model_role
 

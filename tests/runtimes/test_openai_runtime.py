@@ -15,15 +15,15 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from core.host import HostLimits, RunHost
-from core.host.drafts import Draft, DraftKind
-from core.roles import ManifestError, Role
-from core.runtimes.openai import ChatCompletionsRuntime, HistoryLimits
-from core.runtimes.openai.history import bounded
-from core.runtimes.openai.wire import Assembler, RequestedCall, SseDecoder
-from core.runtimes.registry import Runtimes
+from core.engine.host import HostLimits, RunHost
+from core.engine.host.drafts import Draft, DraftKind
+from core.engine.runtimes.openai import ChatCompletionsRuntime, HistoryLimits
+from core.engine.runtimes.openai.history import bounded
+from core.engine.runtimes.openai.wire import Assembler, RequestedCall, SseDecoder
+from core.engine.runtimes.registry import Runtimes
+from core.engine.tools import TOOLS
+from core.model.roles import ManifestError, Role
 from core.storage.database import open_database
-from core.tools import TOOLS
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.host.scene import Scene, eventually

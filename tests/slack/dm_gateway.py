@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestServer
 
-from core.roles import Role
+from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api

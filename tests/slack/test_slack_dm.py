@@ -236,7 +236,7 @@ async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack):
 
 
 def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_path, monkeypatch):
-    from core.roles import ManifestError, Role
+    from core.model.roles import ManifestError, Role
     from gateway.app import build_app
     from gateway.settings import Settings
     from tests.api.conftest import TOKEN

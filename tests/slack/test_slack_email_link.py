@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from channels.slack.manifest import SCOPES
 from gateway.settings import SettingsError, load_settings
-from gateway.slack_manifest import SCOPES
 from tests.slack.conftest import PROXY_VARIABLES
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, TEAM_ID, Bot, FakeSlack

@@ -33,11 +33,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from channels.slack.apps import Clients, NotInstalled, web_client
 from channels.slack.install import open_engine
-from core.roles import ManifestError, Role
-from core.roles.manifests import load_role
+from channels.slack.manifest import SCOPES
+from core.model.roles import ManifestError, Role
+from core.model.roles.manifests import load_role
 from core.storage import schema
 from gateway.app import build_app
-from gateway.slack_manifest import SCOPES
 from tests.api.conftest import TOKEN
 from tests.cli.conftest import free_port
 from tests.slack.dm_gateway import SIGNING, SlackGateway, slack_settings

@@ -4,9 +4,9 @@ record of the post's ts, or giving the post up, clears the intent; intents are p
 
 from __future__ import annotations
 
+from core.model.timeline import EventId
 from core.storage.database import Database
 from core.storage.slack_store import PostedToSlack
-from core.timeline import EventId
 
 ROLE = "concierge"
 EVENT = EventId("0" * 31 + "1")

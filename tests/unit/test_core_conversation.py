@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core.membership import ParticipantState
-from core.participants import Address
-from core.runs.conversation import end_of_turn, plan_turn, prompt_for
-from core.runs.run import TurnCause, TurnOutcome
-from core.timeline import (
+from core.model.membership import ParticipantState
+from core.model.participants import Address
+from core.model.runs.conversation import end_of_turn, plan_turn, prompt_for
+from core.model.runs.run import TurnCause, TurnOutcome
+from core.model.timeline import (
     AnyEvent,
     EventId,
     Message,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks import Webhook
 
-from core.endpoints import (
+from core.model.endpoints import (
     KINDS,
     MOVES,
     Attempt,
@@ -35,7 +35,7 @@ from core.endpoints import (
     retry_after,
     task_scope,
 )
-from core.errors import InvalidInput
+from core.model.errors import InvalidInput
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(base=1.0, cap=60.0, park_after=4)

@@ -1,11 +1,12 @@
-"""The domain's error family (core/errors.py): stable codes, readable messages, one hierarchy."""
+"""The domain's error family (core/model/errors.py): stable codes, readable messages, one
+hierarchy."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.errors import Conflict, InvalidInput, NotAllowed, NotFound, RolecallError, TooLarge
-from core.membership import IllegalStateChange, NeverAMember
+from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, RolecallError, TooLarge
+from core.model.membership import IllegalStateChange, NeverAMember
 
 
 @pytest.mark.parametrize(

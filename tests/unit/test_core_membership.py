@@ -1,11 +1,11 @@
-"""The per-(thread, participant) state machine (core/membership.py)."""
+"""The per-(thread, participant) state machine (core/model/membership.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.errors import Conflict, InvalidInput
-from core.membership import (
+from core.model.errors import Conflict, InvalidInput
+from core.model.membership import (
     INITIAL_STATE,
     TRANSITIONS,
     IllegalStateChange,
@@ -14,7 +14,7 @@ from core.membership import (
     change_state,
     parse_state,
 )
-from core.participants import Address, parse_address
+from core.model.participants import Address, parse_address
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")

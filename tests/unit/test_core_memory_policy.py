@@ -1,4 +1,4 @@
-"""The thread's memory policy value (core/memory_policy.py)."""
+"""The thread's memory policy value (core/model/memory_policy.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from core.errors import InvalidInput
-from core.memory_policy import MemoryPolicy
+from core.model.errors import InvalidInput
+from core.model.memory_policy import MemoryPolicy
 
 
 def test_default_policy_keeps_memories_in_the_thread() -> None:

@@ -1,4 +1,4 @@
-"""Participant addresses and participant sets (core/participants.py)."""
+"""Participant addresses and participant sets (core/model/participants.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import InvalidInput
-from core.participants import (
+from core.model.errors import InvalidInput
+from core.model.participants import (
     MAX_NAME_LENGTH,
     MAX_PARTICIPANTS,
     ParticipantKind,

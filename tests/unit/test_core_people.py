@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.errors import Conflict, InvalidInput, NotFound, TooLarge
-from core.participants import MAX_NAME_LENGTH, Address, ParticipantSet, parse_address
-from core.people import (
+from core.model.errors import Conflict, InvalidInput, NotFound, TooLarge
+from core.model.participants import MAX_NAME_LENGTH, Address, ParticipantSet, parse_address
+from core.model.people import (
     LINK_CODE_ALPHABET,
     Channel,
     Person,
@@ -30,7 +30,7 @@ from core.people import (
     plan_merge,
     slug_candidates,
 )
-from core.timeline import ThreadId
+from core.model.timeline import ThreadId
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 A, B, C = parse_address("person:a"), parse_address("person:b"), parse_address("person:c")

@@ -1,11 +1,11 @@
-"""The rule of joining by a verified email (`core.people.email_join_target`): of the people who
-have the email, exactly one must be active and not merged; otherwise nobody is joined."""
+"""The rule of joining by a verified email (`core.model.people.email_join_target`): of the people
+who have the email, exactly one must be active and not merged; otherwise nobody is joined."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core.people import Person, email_join_target
+from core.model.people import Person, email_join_target
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.roles import BuiltinRuntime, ManifestError, Role, load_roles
-from core.roles.manifests import load_role
+from core.model.roles import BuiltinRuntime, ManifestError, Role, load_roles
+from core.model.roles.manifests import load_role
 
 REPO = Path(__file__).resolve().parents[2]
 

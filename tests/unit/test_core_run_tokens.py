@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.errors import NotAllowed
-from core.membership import ParticipantState
-from core.participants import parse_address
-from core.runs.run import Run, RunId, RunKind, RunStatus, Session, SessionId
-from core.runs.tokens import check_may_act
-from core.timeline import ThreadId
+from core.model.errors import NotAllowed
+from core.model.membership import ParticipantState
+from core.model.participants import parse_address
+from core.model.runs.run import Run, RunId, RunKind, RunStatus, Session, SessionId
+from core.model.runs.tokens import check_may_act
+from core.model.timeline import ThreadId
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 ANN, BO, ROLE = (parse_address(a) for a in ("person:ann", "person:bo", "role:echo"))

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.errors import Conflict, InvalidInput, TooLarge
-from core.tasks import (
+from core.model.errors import Conflict, InvalidInput, TooLarge
+from core.model.tasks import (
     MOVES,
     Task,
     TaskChange,

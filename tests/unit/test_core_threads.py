@@ -1,14 +1,14 @@
-"""The thread as readers see it (core/threads.py)."""
+"""The thread as readers see it (core/model/threads.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core.membership import ParticipantState
-from core.memory_policy import MemoryPolicy
-from core.participants import ParticipantSet, parse_address
-from core.threads import Thread
-from core.timeline import ThreadId
+from core.model.membership import ParticipantState
+from core.model.memory_policy import MemoryPolicy
+from core.model.participants import ParticipantSet, parse_address
+from core.model.threads import Thread
+from core.model.timeline import ThreadId
 
 ALICE = parse_address("person:alice")
 SUPPORT = parse_address("role:support")

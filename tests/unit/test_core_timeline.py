@@ -1,4 +1,4 @@
-"""Timeline events and the rules for posting and retracting (core/timeline.py)."""
+"""Timeline events and the rules for posting and retracting (core/model/timeline.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from core.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
-from core.membership import ParticipantState
-from core.participants import Address, parse_address
-from core.timeline import (
+from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
+from core.model.membership import ParticipantState
+from core.model.participants import Address, parse_address
+from core.model.timeline import (
     MAX_REASON_LENGTH,
     MAX_TEXT_LENGTH,
     EventId,

@@ -1,4 +1,4 @@
-"""The visibility filter, boundary by boundary (core/visibility.py).
+"""The visibility filter, boundary by boundary (core/model/visibility.py).
 
 Events are built by hand with explicit `at` instants and `seq` numbers. The rule under test
 (PRODUCT.md, "Visibility"): P sees E iff E is P's own state change, or P was active at E — P's state
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from core.membership import ParticipantState
-from core.participants import Address, parse_address
-from core.timeline import (
+from core.model.membership import ParticipantState
+from core.model.participants import Address, parse_address
+from core.model.timeline import (
     Event,
     EventId,
     Message,
@@ -22,7 +22,7 @@ from core.timeline import (
     ThreadId,
     TimelineKey,
 )
-from core.visibility import Blackout, blackouts, is_visible, own_changes, state_at, visible_to
+from core.model.visibility import Blackout, blackouts, is_visible, own_changes, state_at, visible_to
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")

@@ -2,7 +2,7 @@
 
 Random timelines for three participants (person:a, person:b, role:r) of messages, system notes and
 state changes — state changes only legal moves, `at` non-decreasing along `seq` with frequent ties —
-are filtered by `core.visibility.visible_to` and by `reference_visible` below, which restates
+are filtered by `core.model.visibility.visible_to` and by `reference_visible` below, which restates
 PRODUCT.md literally and is slow on purpose: for each event E, walk every event before E in
 `(at, seq)` order and take the viewer's latest own state change strictly before E (`active` if
 none); E is visible iff it is the viewer's own state change or that state is `active`. A
@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.membership import ParticipantState
-from core.participants import Address, parse_address
-from core.timeline import Event, EventId, Message, StateChange, SystemNote, ThreadId
-from core.visibility import blackouts, own_changes, state_at, visible_to
+from core.model.membership import ParticipantState
+from core.model.participants import Address, parse_address
+from core.model.timeline import Event, EventId, Message, StateChange, SystemNote, ThreadId
+from core.model.visibility import blackouts, own_changes, state_at, visible_to
 
 A = parse_address("person:a")
 B = parse_address("person:b")

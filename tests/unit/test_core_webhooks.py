@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from core.errors import InvalidInput, TooLarge
-from core.tasks import (
+from core.model.errors import InvalidInput, TooLarge
+from core.model.tasks import (
     MAX_TITLE,
     ExternalRef,
     Task,
@@ -19,7 +19,7 @@ from core.tasks import (
     TaskStatus,
     parse_external_key,
 )
-from core.webhooks import (
+from core.model.webhooks import (
     Comment,
     Ignored,
     ItemUpdate,

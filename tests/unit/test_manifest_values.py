@@ -1,7 +1,7 @@
-"""Manifests are held to the acceptable-value rule (`core.values`): a YAML value storage, prompts
-or logs could not carry — a NUL, a lone surrogate, `.inf`, an integer past 64 bits — stops
-start-up with a `ManifestError` naming the file and the field, like any other manifest error.
-Role manifests and webhook source manifests alike (both are read by `read_manifest`)."""
+"""Manifests are held to the acceptable-value rule (`core.model.values`): a YAML value storage,
+prompts or logs could not carry — a NUL, a lone surrogate, `.inf`, an integer past 64 bits — stops
+start-up with a `ManifestError` naming the file and the field, like any other manifest error. Role
+manifests and webhook source manifests alike (both are read by `read_manifest`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from channels.webhooks.sources import configured_sources
-from core.roles import ManifestError
-from core.roles.manifests import load_role
+from core.model.roles import ManifestError
+from core.model.roles.manifests import load_role
 
 RUNTIME = "runtime: {kind: builtin, agent: echo}\n"
 

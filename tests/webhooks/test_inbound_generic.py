@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.roles import ManifestError
+from core.model.roles import ManifestError
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import ECHO, TOKEN

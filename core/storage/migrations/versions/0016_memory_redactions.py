@@ -7,7 +7,7 @@ On PostgreSQL, `memory_entries.payload` becomes `jsonb`. Older versions stored i
 keeps any text that parses — `\\u0000`, lone surrogates such as `\\ud800` — while the `jsonb`
 comparison of a recall's `where` filters refused such an entry, failing every filtered recall that
 could see it. Before the column changes type, the rows whose text names such an escape are mended
-as reading mends them (`core.memory.payload_from_storage`: NULs dropped, lone surrogates replaced
+as reading mends them (`core.model.memory.payload_from_storage`: NULs dropped, lone surrogates replaced
 by U+FFFD), with their words (`text`) to match; every other row is converted as it is. From then
 on PostgreSQL itself refuses such a payload. SQLite's rows are left as they are: its JSON
 functions can read all of them but `NaN`/`Infinity`, which recall guards against
@@ -23,7 +23,7 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-from core.memory import payload_from_storage, text_of
+from core.model.memory import payload_from_storage, text_of
 
 revision = "0016"
 down_revision = "0015"

@@ -1,0 +1,218 @@
+"""The Slack app manifest of a role: what an operator pastes at api.slack.com/apps ("Create New
+App" → "From a manifest") to make the role's Slack app (docs/slack.md).
+
+A pure function of the role and three options, the mode, the gateway's public base URL and
+whether people are linked by email:
+
+    mode        the role's `slack.mode` when it has a `slack:` section, else `http`; an explicit
+                mode that contradicts the role's is refused (the gateway serves the role's)
+    http        Slack posts events to `<base>/slack/<role>/events` (channels/slack/routes.py)
+    socket      no request URL: the gateway connects to Slack (`socket_mode_enabled: true`)
+
+A role installed in many workspaces over OAuth (`slack.client_id`, an HTTP mode app) also gets
+its OAuth redirect URL, `<base>/slack/<role>/oauth_redirect` (channels/slack/install.py), and
+the two events that say a workspace let the app go (`OAUTH_EVENTS`).
+
+With `email_link` the app also asks for `users:read.email` (`EMAIL_SCOPE`): `users.info` then
+gives a person's email and whether Slack confirmed it, which links them to a person with that
+email in the workspaces `ROLECALL_SLACK_EMAIL_LINK_TEAMS` allows. Without it, the app never sees
+an email.
+
+It asks for exactly what the adapter in `channels/slack/` uses and nothing more (`SCOPES`,
+`EVENTS`, each with the call or event that needs it), so the test compares the manifest with a
+reviewed fixture. Names come from the role, shortened to Slack's limits at a word boundary.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any, Literal
+
+import yaml
+
+from core.model.roles import Role
+
+Mode = Literal["http", "socket"]
+
+SCOPES: tuple[tuple[str, str], ...] = (
+    ("chat:write", "chat.postMessage, chat.update, chat.delete of the bot's own messages"),
+    ("im:history", "message.im events; conversations.history of a DM (a post that timed out)"),
+    ("mpim:history", "message.mpim events; conversations.history of a group DM"),
+    ("mpim:read", "conversations.members of a group DM (who its thread is with)"),
+    ("users:read", "users.info: a person's display name on first contact"),
+    ("assistant:write", "assistant.threads.setStatus: '<role> is working…' while a turn runs"),
+)
+"""The bot scopes, and why the adapter needs each (auth.test needs none)."""
+
+EMAIL_SCOPE: tuple[str, str] = (
+    "users:read.email",
+    "users.info with the person's email and is_email_confirmed: linking by verified email",
+)
+"""The scope asked for only when people are linked by email (`app_manifest(email_link=True)`)."""
+
+EVENTS: tuple[tuple[str, str], ...] = (
+    ("message.im", "a person's message, edit or deletion in their DM with the bot"),
+    ("message.mpim", "the same in a group DM the bot was added to"),
+)
+"""The bot events, and what each carries."""
+
+OAUTH_EVENTS: tuple[tuple[str, str], ...] = (
+    ("app_uninstalled", "a workspace removed the app: its installation is deleted"),
+    ("tokens_revoked", "a workspace revoked the bot's token: its installation is deleted"),
+)
+"""The bot events of an app installed over OAuth, on top of `EVENTS` (no scope needed)."""
+
+NAME_LIMIT = 35
+DESCRIPTION_LIMIT = 140
+BOT_NAME_LIMIT = 80
+"""Slack's limits on the app's name, its short description and the bot user's name."""
+
+
+class ManifestOptionError(ValueError):
+    """An option does not fit the role (or is not a URL); the message is one line."""
+
+
+def app_manifest(
+    role: Role,
+    *,
+    mode: Mode | None = None,
+    base_url: str | None = None,
+    email_link: bool = False,
+) -> dict[str, Any]:
+    """The role's Slack app manifest as a dict (key order as Slack shows it).
+
+    `base_url` (checked with `check_base_url`) is required in HTTP mode and refused in Socket
+    Mode, which has no request URL. `email_link` adds the `users:read.email` scope."""
+    chosen = app_mode(role, mode)
+    description = _one_line(role.description)
+    about = {"name": shorten(role.display_name, NAME_LIMIT)}
+    if description:
+        about["description"] = shorten(description, DESCRIPTION_LIMIT)
+    events: dict[str, Any] = {}
+    oauth: dict[str, Any] = {}
+    if chosen == "http":
+        if base_url is None:
+            raise ManifestOptionError("an HTTP mode app needs the gateway's public base URL")
+        events["request_url"] = events_url(check_base_url(base_url), role.name)
+        if installed_over_oauth(role):
+            oauth["redirect_urls"] = [oauth_redirect_url(check_base_url(base_url), role.name)]
+    elif base_url is not None:
+        raise ManifestOptionError(
+            "a Socket Mode app has no request URL: the gateway connects to Slack"
+        )
+    bot_events = EVENTS + OAUTH_EVENTS if installed_over_oauth(role) else EVENTS
+    events["bot_events"] = [name for name, _ in bot_events]
+    scopes = (*SCOPES, EMAIL_SCOPE) if email_link else SCOPES
+    oauth["scopes"] = {"bot": [name for name, _ in scopes]}
+    return {
+        "display_information": about,
+        "features": {
+            "app_home": {
+                "home_tab_enabled": False,
+                "messages_tab_enabled": True,
+                "messages_tab_read_only_enabled": False,
+            },
+            "bot_user": {
+                "display_name": shorten(role.display_name, BOT_NAME_LIMIT),
+                "always_online": True,
+            },
+            "assistant_view": {
+                "assistant_description": shorten(
+                    description or f"Direct messages with {role.display_name}.",
+                    DESCRIPTION_LIMIT,
+                ),
+            },
+        },
+        "oauth_config": oauth,
+        "settings": {
+            "event_subscriptions": events,
+            "interactivity": {"is_enabled": False},
+            "org_deploy_enabled": False,
+            "socket_mode_enabled": chosen == "socket",
+            "token_rotation_enabled": False,
+        },
+    }
+
+
+def app_mode(role: Role, requested: Mode | None) -> Mode:
+    """The mode of the role's app: the role's own when it has a `slack:` section, else the one
+    requested, else HTTP."""
+    own = role.slack.mode if role.slack is not None else None
+    if own is not None and requested is not None and requested != own:
+        raise ManifestOptionError(
+            f"role {role.name} has slack.mode {own} in its manifest; the gateway serves it that "
+            f"way, so a {requested} mode app would never hear from it"
+        )
+    return own or requested or "http"
+
+
+def check_base_url(url: str) -> str:
+    """The gateway's base URL as Slack reaches it, without a trailing slash; `ManifestOptionError`
+    when it is not an absolute http(s) URL without query or fragment."""
+    parsed = urllib.parse.urlsplit(url.strip())
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or parsed.query
+        or parsed.fragment
+        or parsed.username
+        or parsed.password
+    ):
+        raise ManifestOptionError(
+            f"the base URL must look like https://rolecall.example.com, not {url!r}"
+        )
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, parsed.path, "", "")).rstrip("/")
+
+
+def events_url(base_url: str, role_name: str) -> str:
+    """Where Slack posts the events of the role's app (`channels/slack/routes.py`)."""
+    return f"{base_url}/slack/{role_name}/events"
+
+
+def oauth_redirect_url(base_url: str, role_name: str) -> str:
+    """Where Slack sends the browser back after someone installs the role's app
+    (`channels/slack/install.py`)."""
+    return f"{base_url}/slack/{role_name}/oauth_redirect"
+
+
+def installed_over_oauth(role: Role) -> bool:
+    return role.slack is not None and role.slack.oauth
+
+
+def render(role: Role, manifest: dict[str, Any], *, command: str) -> str:
+    """The manifest as the YAML file that is shipped, with a header saying how it was made."""
+    events = manifest["settings"]["event_subscriptions"]
+    if "request_url" in events:
+        mode = "HTTP mode"
+        how = [
+            f"Slack posts the app's events to {events['request_url']}:",
+            "generate it again with your gateway's public HTTPS base URL as --url.",
+        ]
+    else:
+        mode = "Socket Mode"
+        how = ["The gateway connects to Slack with the app-level token: there is no request URL."]
+    header = [
+        f"The Slack app manifest of role:{role.name} ({mode}), generated by",
+        f"  {command}",
+        *how,
+        "Change the role and generate it again rather than editing this file. Create the app",
+        'from it at https://api.slack.com/apps ("From a manifest"): see docs/slack.md.',
+    ]
+    body = yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=100)
+    return "".join(f"# {line}\n" for line in header) + body
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: whole, or cut at a word boundary with "…"."""
+    text = _one_line(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-\u2013\u2014") + "…"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,508 @@
+"""The run host: when a run is prompted, and with what resources.
+
+    host = RunHost(database, roles, Runtimes())
+    await host.start()     # recovery: runs with news past their cursor are nudged again
+    host.nudge(thread_id, "concierge")
+    await host.stop()
+
+Rules, in the order a nudge meets them:
+
+- **Nudge, then read.** Committed events only nudge (`nudge`); the router nudges every role member
+  of a thread in which someone else posted a message. It learns of commits from storage's
+  after-commit listener (`Database.listen`), in this process, and never hands a run an event: the
+  driver reads. A nudged run's driver reads from the database everything past the run's cursor.
+  Nudges that arrive while a run is busy set one flag: they collapse into a single next read, hence
+  a single next turn.
+- **One turn at a time per run** (per-thread FIFO): a run has one driving loop, and it takes turns
+  one after another while news keeps arriving.
+- **Slots.** A turn holds its role's slot (`max_concurrent_turns`, or one for a role with
+  `concurrent_threads: false`, which serialises all its turns) and one of the host's `slots`.
+  Different threads run concurrently: a slow turn holds only its own run's loop.
+- **Idle sleep.** A session unused for the role's `idle_sleep_after` is closed and the run is
+  forgotten here (its state is stored with every turn); the next nudge wakes it: the runtime
+  resumes the same session from its stored state.
+- **Control pre-empts work.** `cancel` stops the running attempt at once; the turn ends as
+  cancelled and the run stays usable.
+- **Task news.** A committed task event nudges every run subscribed to the task, except the run
+  that made the change, and the task run of the task's assignee (created when first needed);
+  their drivers read the news past each run's task cursor.
+- **Failures retry.** A read, or a turn's end, that fails to commit leaves the news past the
+  cursor; the run reads again after a backoff (doubling, up to `RETRY_MOST`), so it answers its
+  news once storage takes the write. A turn's end refused `HostLimits.attempts` times in a row
+  is stored as a failed turn instead (`TurnTaker._store_end`).
+- **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
+  has not looked at its thread's latest event, and every run with task news past its task
+  cursor, is nudged again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+
+from core.engine.host.drafts import Draft, DraftListener
+from core.engine.host.live import LiveRun
+from core.engine.host.observer import HostObserver, NoObserver
+from core.engine.host.reads import TurnReads
+from core.engine.host.sessions import Sessions, ToolGrant
+from core.engine.host.turn import HostLimits, TurnEndNotStored, TurnTaker
+from core.engine.runtimes.base import ToolAccess
+from core.engine.runtimes.registry import Runtimes
+from core.engine.tools import ToolBudget
+from core.model.errors import Conflict, NotFound
+from core.model.participants import Address, ParticipantKind, kind_of
+from core.model.roles.role import Role
+from core.model.runs.conversation import plan_turn
+from core.model.runs.run import Run, RunId, RunKind
+from core.model.runs.task import plan_task_turn
+from core.model.tasks import TaskEvent, TaskId
+from core.model.timeline import AnyEvent, Message, ThreadId
+from core.storage.database import Database
+from core.storage.errors import StorageUnavailable
+
+__all__ = ["HostLimits", "RunHost"]
+
+log = logging.getLogger("rolecall.host")
+
+ROLE_CACHE_LIMIT = 100_000
+RETRY_MOST = 30.0
+"""Seconds at most between a failed read or turn's end of a run and its next try."""
+
+
+def _unrouted(what: str, error: Exception) -> None:
+    """Log a commit that could not be routed now (it is routed again): an outage in a line, any
+    other failure with its traceback."""
+    if isinstance(error, StorageUnavailable):
+        log.warning("routing %s waits: %s", what, error)
+    else:
+        log.error("routing %s failed; it is tried again", what, exc_info=error)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class RunHost:
+    def __init__(
+        self,
+        database: Database,
+        roles: Mapping[str, Role],
+        runtimes: Runtimes,
+        *,
+        limits: HostLimits | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        observer: HostObserver | None = None,
+        tools_url: str | None = None,
+    ) -> None:
+        """`tools_url`: the gateway's base URL as agents outside this process reach it; with
+        it, runtimes that want tools get a fresh token of their run at every session start,
+        revoked when the session is let go."""
+        self._db = database
+        self._roles = dict(roles)
+        self._limits = limits or HostLimits()
+        self._clock = clock
+        self._observer = observer or NoObserver()
+        grant = self._tool_grant(tools_url.rstrip("/")) if tools_url else None
+        self._sessions = Sessions(
+            runtimes, self._observer, grant=grant, revoke=database.runs.revoke_token
+        )
+        self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
+        self._draft_listeners: list[DraftListener] = []
+        self._turns = TurnTaker(
+            database,
+            self._sessions,
+            self._limits,
+            clock,
+            self._observer,
+            self._tell_activity,
+            self._tell_draft,
+        )
+        self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
+        self._live: dict[tuple[str, str, str], LiveRun] = {}
+        """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
+        self._by_run: dict[RunId, LiveRun] = {}
+        self._slots = asyncio.Semaphore(self._limits.slots)
+        self._in_use = 0
+        self._role_slots = {
+            name: asyncio.Semaphore(role.max_concurrent_turns if role.concurrent_threads else 1)
+            for name, role in self._roles.items()
+        }
+        self._roles_of: dict[ThreadId, tuple[str, ...]] = {}
+        self._background: list[asyncio.Task[None]] = []
+        self._committed: list[Message] = []
+        self._task_news: list[TaskEvent] = []
+        self._commits = asyncio.Event()
+        self._stop_listening: Callable[[], None] | None = None
+
+    def _tool_grant(self, base: str) -> ToolGrant:
+        async def grant(run: Run) -> ToolAccess:
+            token = await self._db.runs.mint_token(run.id, session_id=run.session.id)
+            return ToolAccess(token, mcp_url=f"{base}/mcp", http_url=f"{base}/api/v1/tools")
+
+        return grant
+
+    def watch_activity(self, listener: Callable[[ThreadId, str, bool], None]) -> Callable[[], None]:
+        """Call `listener(thread, role, working)` when a conversation turn starts (True) and
+        ends (False); returns the function that stops it. Listeners must be quick."""
+        self._activity_listeners.append(listener)
+        return lambda: self._activity_listeners.remove(listener)
+
+    def watch_drafts(self, listener: DraftListener) -> Callable[[], None]:
+        """Call `listener` with the pieces of conversation replies as agents write them
+        (`core.engine.host.drafts`); returns the function that stops it. Listeners must be quick."""
+        self._draft_listeners.append(listener)
+        return lambda: self._draft_listeners.remove(listener)
+
+    def _tell_draft(self, draft: Draft) -> None:
+        for listener in self._draft_listeners:
+            try:
+                listener(draft)
+            except Exception:
+                log.exception("a draft listener failed")
+
+    def _tell_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
+        for listener in self._activity_listeners:
+            try:
+                listener(thread_id, role, working)
+            except Exception:
+                log.exception("an activity listener failed")
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._stop_listening = self._db.listen(self._on_commit)
+        for thread_id, role in await self._db.runs.conversations_with_news():
+            self.nudge(thread_id, role)
+        for thread_id, role in await self._db.subscriptions.runs_with_news():
+            self.nudge(thread_id, role, tasks=True)
+        for task_id, role in await self._db.runs.tasks_with_news():
+            self.nudge_task(TaskId(task_id), role)
+        self._background = [
+            asyncio.create_task(self._route(), name="rolecall-router"),
+            asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop routing; stop running turns (their news is past the cursor: redone on start);
+        let every session go."""
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        tasks = self._background + [live.driving for live in self._live.values() if live.driving]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for live in list(self._live.values()):
+            await self._sessions.close(live)
+        self._live.clear()
+        self._by_run.clear()
+
+    # --- nudges -----------------------------------------------------------------------------
+
+    def nudge(self, thread_id: ThreadId, role: str, *, tasks: bool = False) -> None:
+        """Something may be new for `role`'s run in the thread (`tasks`: in the tasks it
+        watches): read it soon."""
+        if role not in self._roles:
+            return  # a role without a manifest here has no run to wake
+        key = ("thread", thread_id, role)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = LiveRun(thread_id=thread_id, role=role)
+        live.tasks_pending = live.tasks_pending or tasks
+        self._wake(live)
+
+    def nudge_task(self, task_id: TaskId, role: str) -> None:
+        """Something may be new on a task assigned to `role`: its task run reads it soon."""
+        if role not in self._roles:
+            return
+        key = ("task", task_id, role)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = LiveRun(thread_id=None, role=role, task_id=task_id)
+        self._wake(live)
+
+    def _wake(self, live: LiveRun) -> None:
+        live.nudged = True
+        if live.driving is None:
+            live.queued_at = self._clock()
+            live.driving = asyncio.create_task(self._drive(live))
+
+    def _on_commit(self, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
+        """Storage's after-commit listener (no I/O here): a message whose thread's role members
+        are known nudges them at once; other messages and task events go to the router, which
+        may have to read. (Each hop between tasks costs a turn of the event loop, which under
+        load is a millisecond or more of a round trip's latency.)"""
+        if not self._roles:
+            return  # no role is served here: no run to nudge
+        routed_later = False
+        for event in events:
+            if not isinstance(event, Message):
+                continue
+            roles = self._roles_of.get(event.thread_id)
+            if roles is None:
+                self._committed.append(event)
+                routed_later = True
+            else:
+                self._nudge_members(event, roles)
+        if task_events:
+            self._task_news.extend(task_events)
+            routed_later = True
+        if routed_later:
+            self._commits.set()
+
+    def _nudge_members(self, message: Message, roles: Sequence[str]) -> None:
+        """Nudge the thread's role members but the message's author."""
+        for role in roles:
+            if message.author != Address(f"role:{role}"):
+                self.nudge(message.thread_id, role)
+
+    async def _route(self) -> None:
+        """Turn commits into nudges: a message, for its thread's other role members; a task
+        event, for the runs watching the task (but the one that made it) and the task run of
+        its assignee. What cannot be routed now (the database is out of reach) is routed again
+        after a pause that doubles, up to `RETRY_MOST`: it is news nobody else would wake."""
+        troubles = 0
+        while True:
+            await self._commits.wait()
+            self._commits.clear()
+            messages, self._committed = self._committed, []
+            task_events, self._task_news = self._task_news, []
+            unrouted_tasks = [e for e in task_events if not await self._route_task_event(e)]
+            unrouted = [m for m in messages if not await self._route_message(m)]
+            if not unrouted and not unrouted_tasks:
+                troubles = 0
+                continue
+            self._committed[:0] = unrouted
+            self._task_news[:0] = unrouted_tasks
+            troubles += 1
+            await asyncio.sleep(min(self._limits.backoff * 2 ** (troubles - 1), RETRY_MOST))
+            self._commits.set()
+
+    async def _route_task_event(self, event: TaskEvent) -> bool:
+        """Nudge the runs `event` is news to; False when that could not be read."""
+        try:
+            watchers, assignee = await self._db.subscriptions.routes(event.task_id)
+        except Exception as error:
+            _unrouted(f"an event of task {event.task_id}", error)
+            return False
+        for run_id, thread_id, role in watchers:
+            if run_id != event.actor.run_id:  # not woken by what it did itself
+                self.nudge(thread_id, role, tasks=True)
+        if assignee is not None:
+            self.nudge_task(event.task_id, assignee)  # its driver skips its own events
+        return True
+
+    async def _route_message(self, message: Message) -> bool:
+        """Nudge the role members of `message`'s thread; False when they could not be read."""
+        try:
+            roles = await self._roles_in(message.thread_id)
+        except Exception as error:
+            _unrouted(f"a message of thread {message.thread_id}", error)
+            return False
+        self._nudge_members(message, roles)
+        return True
+
+    async def _roles_in(self, thread_id: ThreadId) -> tuple[str, ...]:
+        """The thread's role members (membership is permanent, so this is cached)."""
+        found = self._roles_of.get(thread_id)
+        if found is None:
+            thread = await self._db.threads.get(thread_id)
+            found = tuple(
+                address.removeprefix("role:")
+                for address, _state in thread.participants
+                if kind_of(address) is ParticipantKind.ROLE
+            )
+            if len(self._roles_of) >= ROLE_CACHE_LIMIT:
+                self._roles_of.clear()
+            self._roles_of[thread_id] = found
+        return found
+
+    # --- driving a run ----------------------------------------------------------------------
+
+    async def _drive(self, live: LiveRun) -> None:
+        """Read and take turns while nudges keep coming. A read or a turn's end that fails (the
+        database refused it, or was out of reach) leaves the news past the cursor; so the run
+        is not left to wait for its next nudge — or a restart — but read again after a backoff
+        that doubles with each failure in a row, up to `RETRY_MOST` seconds."""
+        try:
+            while live.nudged:
+                live.nudged = False
+                try:
+                    await self._read_and_turn(live)
+                except Exception as failure:
+                    where = f"task {live.task_id}" if live.task_id else f"thread {live.thread_id}"
+                    if isinstance(failure, TurnEndNotStored):  # logged where it happened
+                        log.info("run of role:%s on %s: its turn is taken again", live.role, where)
+                    else:
+                        log.exception("run of role:%s on %s failed", live.role, where)
+                    live.run = None  # read again: what was committed is what counts
+                    live.troubles += 1
+                    delay = self._limits.backoff * 2 ** (live.troubles - 1)
+                    await asyncio.sleep(min(delay, RETRY_MOST))
+                    live.nudged = True
+                else:
+                    live.troubles = 0
+        finally:
+            live.driving = None
+
+    async def _read_and_turn(self, live: LiveRun) -> None:
+        role = self._roles[live.role]
+        if live.task_id is not None:
+            async with self._slot(role):
+                await self._read_and_task_turn(live, role, live.task_id)
+            return
+        assert live.thread_id is not None
+        async with self._slot(role):
+            runs = self._db.runs
+            if live.run is None:  # (re)loaded: what it may have missed includes task news
+                live.tasks_pending = True
+                live.run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
+                live.run_id = live.run.id
+                self._by_run[live.run.id] = live
+            with_tasks, live.tasks_pending = live.tasks_pending, False
+            given = await self._reads.read(live.run, with_tasks=with_tasks)
+            plan = plan_turn(
+                given.page.events,
+                role=role.address,
+                cursor=given.run.cursor,
+                read_to=given.page.next,
+                task_news=given.tasks.news,
+                task_cursor=given.run.task_cursor,
+                task_read_to=given.tasks.read_to,
+            )
+            if given.page.more or given.tasks.more:
+                live.nudged = True  # the rest is read for the next turn
+                live.tasks_pending = live.tasks_pending or given.tasks.more
+            if not plan.wakes:
+                if plan.advance:
+                    live.run = await runs.advance_cursor(
+                        given.run, plan.cursor_to, plan.task_cursor_to
+                    )
+                return
+            await self._turns.take(live, role, given, plan)
+            live.queued_at = self._clock()
+
+    async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
+        runs = self._db.runs
+        if live.run is None:
+            live.run, _ = await runs.ensure_task_run(task_id, live.role)
+            live.run_id = live.run.id
+            self._by_run[live.run.id] = live
+        given = await runs.task_turn_input(live.run, limit=self._limits.read_limit)
+        plan = plan_task_turn(
+            given.task,
+            given.events,
+            run_id=live.run.id,
+            cursor=given.run.task_cursor,
+            read_to=given.read_to,
+        )
+        if given.more:
+            live.nudged = True
+        if not plan.wakes:
+            if plan.task_cursor_to > given.run.task_cursor:
+                live.run = await runs.advance_task_cursor(given.run, plan.task_cursor_to)
+            return
+        await self._turns.take_task(live, role, given, plan)
+        live.queued_at = self._clock()
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, role: Role) -> AsyncIterator[None]:
+        async with self._role_slots[role.name], self._slots:
+            self._in_use += 1
+            self._observer.slots_in_use(self._in_use)
+            try:
+                yield
+            finally:
+                self._in_use -= 1
+                self._observer.slots_in_use(self._in_use)
+
+    # --- idle sleep -------------------------------------------------------------------------
+
+    async def _sweep(self) -> None:
+        shortest = min((r.idle_sleep_after for r in self._roles.values()), default=60.0)
+        every = min(max(shortest / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(every)
+            await self.sleep_idle()
+
+    async def sleep_idle(self) -> int:
+        """Put to sleep every session unused for its role's `idle_sleep_after`; forget idle runs.
+        The sessions are closed all at once (an agent process may take a while to end)."""
+        now = time.monotonic()
+        idle = [
+            (key, live)
+            for key, live in self._live.items()
+            if not live.busy
+            and (
+                live.session is None
+                or now - live.last_used >= self._roles[live.role].idle_sleep_after
+            )
+        ]
+        closing = [self._sessions.close(live) for _, live in idle if live.session is not None]
+        await asyncio.gather(*closing)
+        for key, live in idle:
+            if live.busy or live.session is not None or self._live.get(key) is not live:
+                continue  # nudged while the sessions were closing
+            del self._live[key]
+            if live.run_id is not None:
+                self._by_run.pop(live.run_id, None)
+        return len(closing)
+
+    # --- control ----------------------------------------------------------------------------
+
+    def tool_budget(self, run_id: RunId) -> ToolBudget | None:
+        """The tool calls the run's running turn may still make, if a turn of it runs here: the
+        tool surfaces (HTTP and MCP) count the agent's calls against it."""
+        live = self._by_run.get(run_id)
+        return live.tool_budget if live is not None else None
+
+    def is_awake(self, run_id: RunId) -> bool:
+        live = self._by_run.get(run_id)
+        return live is not None and live.session is not None
+
+    def is_running(self, run_id: RunId) -> bool:
+        live = self._by_run.get(run_id)
+        return live is not None and live.attempt is not None
+
+    def stop_turn(self, run_id: RunId) -> LiveRun | None:
+        """Tell the run's running turn to stop, without waiting for it: its attempt is
+        cancelled, and a turn between attempts (one just ended, the next not begun) begins no
+        other. The run, or None when no turn of it was running here."""
+        live = self._by_run.get(run_id)
+        if live is None or live.attempt is None:
+            return None
+        live.cancel_requested = True
+        live.attempt.cancel()
+        return live
+
+    async def cancel(self, run_id: RunId, *, wait: float = 5.0) -> bool:
+        """Stop the run's running turn at once. False when no turn was running here."""
+        live = self.stop_turn(run_id)
+        if live is None:
+            return False
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await live.turn_ended.wait()
+        return True
+
+    async def start_fresh(self, run_id: RunId) -> Run:
+        """Open a new session in the same conversation (see `StartFreshSession`)."""
+        run = await self._db.runs.get(run_id)
+        if run.kind is not RunKind.CONVERSATION:
+            raise Conflict("only a conversation run can start fresh", code="not_a_conversation")
+        if run.role not in self._roles:
+            raise NotFound(f"no role named {run.role!r} is configured", code="role_not_found")
+        fresh, _note = await self._db.runs.start_fresh(run)
+        live = self._by_run.get(run_id)
+        if live is not None:
+            live.run, live.generation = None, live.generation + 1
+        if live is not None and not live.busy:
+            live.resumable = False  # the old session is done for good
+            await self._sessions.close(live)
+        return fresh

@@ -1,0 +1,65 @@
+"""A run as the host holds it while it is awake: its agent session and its scheduling state.
+
+Only awake runs are held in memory. A run whose session has slept is forgotten entirely — its
+cursor, session state and transcript are in the database — and is loaded again on its next
+nudge, so ten thousand idle conversations cost nothing but rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.engine.runtimes.base import AgentSession
+from core.engine.tools import ToolBudget
+from core.model.runs.run import Run, RunId, SessionId
+from core.model.tasks import TaskId
+from core.model.timeline import ThreadId
+
+
+@dataclass(slots=True, eq=False)
+class LiveRun:
+    thread_id: ThreadId | None
+    role: str
+    task_id: TaskId | None = None
+    """Set for a run on a task (which has no thread)."""
+    run_id: RunId | None = None
+    run: Run | None = None
+    """The run as this host last knew it (None: read it again). Every write checks the cursor it
+    was based on, so a stale copy can only cost a dropped turn end, never a doubled reply."""
+    generation: int = 0
+    """Bumped by "start fresh": a turn that began before it must not cache its old session."""
+    session: AgentSession | None = None
+    session_id: SessionId | None = None
+    resumable: bool = False
+    """The session's state is stored: once let go, it sleeps (and can be woken)."""
+    token: str | None = None
+    """The run token the session was given (a runtime whose agent calls its tools from outside
+    the gateway), revoked when the session is let go."""
+    last_used: float = 0.0
+    """Monotonic time the session last finished a turn (idle sleep counts from here)."""
+    nudged: bool = False
+    """News arrived since the driver last read: read again when the current turn ends."""
+    tasks_pending: bool = True
+    """Task news may be waiting: read it too. True when the run is loaded here (after a restart
+    or a wake) and whenever a task it watches changes; the read clears it."""
+    queued_at: datetime | None = None
+    driving: asyncio.Task[None] | None = None
+    """The loop that reads and runs turns while nudges keep coming; None when idle."""
+    attempt: asyncio.Task[tuple[AgentSession, list[dict[str, Any]], list[str]]] | None = None
+    """The running attempt at a turn (what `cancel` stops)."""
+    tool_budget: ToolBudget | None = None
+    """The tool calls the running attempt may still make (None between turns)."""
+    cancel_requested: bool = False
+    turn_ended: asyncio.Event = field(default_factory=asyncio.Event)
+    unstored_ends: int = 0
+    """Turn ends in a row that did not commit (`TurnTaker._store_end`)."""
+    troubles: int = 0
+    """Reads or turns in a row that raised: the driver tries again after a backoff that grows
+    with them (`RunHost._drive`)."""
+
+    @property
+    def busy(self) -> bool:
+        return self.driving is not None
