@@ -46,7 +46,7 @@ async def thread_id(api) -> str:
     ],
     ids=["truncated", "words", "empty", "trailing-comma", "not-utf8", "nan", "infinity", "deep"],
 )
-async def test_a_body_that_is_not_json_is_400_invalid_json(api, thread_id, body):
+async def test_a_body_that_is_not_json_is_400_invalid_json(api, thread_id, body) -> None:
     reply = await api.call(
         "POST",
         f"/api/v1/threads/{thread_id}/messages",
@@ -58,14 +58,14 @@ async def test_a_body_that_is_not_json_is_400_invalid_json(api, thread_id, body)
 
 
 @pytest.mark.parametrize("body", [[ALICE, SUPPORT], "text", 42, None, True])
-async def test_json_that_is_not_an_object_is_422_invalid_body(api, body):
+async def test_json_that_is_not_an_object_is_422_invalid_body(api, body) -> None:
     reply = await api.call("POST", "/api/v1/threads", data=json.dumps(body))
 
     message = reply.error(422, "invalid_body")
     assert "JSON object" in message
 
 
-async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(api, thread_id):
+async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(api, thread_id) -> None:
     body = json.dumps({"author": ALICE, "text": "x" * 1_048_576}).encode()
 
     reply = await api.call("POST", f"/api/v1/threads/{thread_id}/messages", data=io.BytesIO(body))
@@ -74,7 +74,7 @@ async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(api,
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_a_json_body_is_read_whatever_its_content_type(api):
+async def test_a_json_body_is_read_whatever_its_content_type(api) -> None:
     reply = await api.call(
         "POST",
         "/api/v1/threads",
@@ -105,7 +105,7 @@ async def test_a_json_body_is_read_whatever_its_content_type(api):
         },
     )
 )
-async def test_no_message_body_whatever_its_shape_produces_a_500(api, thread_id, body):
+async def test_no_message_body_whatever_its_shape_produces_a_500(api, thread_id, body) -> None:
     reply = await api.post(f"/api/v1/threads/{thread_id}/messages", body)
 
     if reply.status != 201:
@@ -143,7 +143,9 @@ API_ROUTES = [
     ],
     ids=["missing", "wrong", "empty", "basic", "no-scheme", "longer", "non-ascii"],
 )
-async def test_every_api_route_without_the_right_token_is_401(api, thread_id, authorization):
+async def test_every_api_route_without_the_right_token_is_401(
+    api, thread_id, authorization
+) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     for method, path in API_ROUTES:
         reply = await api.call(
@@ -158,7 +160,7 @@ async def test_every_api_route_without_the_right_token_is_401(api, thread_id, au
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_the_bearer_scheme_is_case_insensitive(api):
+async def test_the_bearer_scheme_is_case_insensitive(api) -> None:
     reply = await api.get(
         f"/api/v1/threads?participant={ALICE}",
         token=None,
@@ -168,7 +170,7 @@ async def test_the_bearer_scheme_is_case_insensitive(api):
     assert reply.status == 200
 
 
-async def test_healthz_and_metrics_are_open_without_a_token(api):
+async def test_healthz_and_metrics_are_open_without_a_token(api) -> None:
     assert (await api.get("/healthz", token=None)).status == 200
     assert (await api.get("/metrics", token=None)).status == 200
 
@@ -176,13 +178,13 @@ async def test_healthz_and_metrics_are_open_without_a_token(api):
 # -- routing --------------------------------------------------------------------------------
 
 
-async def test_an_unknown_route_is_404_json(api):
+async def test_an_unknown_route_is_404_json(api) -> None:
     for path in ["/nope", "/api/v2/threads", "/api/v1/threads/x/y/z"]:
         message = (await api.get(path)).error(404, "not_found")
         assert path in message
 
 
-async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api, thread_id):
+async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api, thread_id) -> None:
     cases = [
         ("DELETE", f"/api/v1/threads/{thread_id}", {"GET", "HEAD", "PATCH"}),
         ("GET", f"/api/v1/threads/{thread_id}/messages", {"POST"}),
@@ -199,7 +201,9 @@ async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api, thread_id
 # -- the unexpected -------------------------------------------------------------------------
 
 
-async def test_an_unexpected_exception_is_500_internal_with_the_traceback_only_in_the_log(caplog):
+async def test_an_unexpected_exception_is_500_internal_with_the_traceback_only_in_the_log(
+    caplog,
+) -> None:
     async def broken(request: web.Request) -> web.Response:
         raise RuntimeError("secret internals: password=hunter2")
 

@@ -63,7 +63,7 @@ async def _listing(api: Api, query: str = "") -> dict[str, Any]:
 
 async def test_old_entries_storage_cannot_read_never_fail_a_recall_over_the_tools(
     gateway, database_url
-):
+) -> None:
     """Entries written as older versions wrote them (shared, so every conversation of the role
     sees them): filtered and unfiltered recalls answer 200 in every conversation, each payload
     acceptable; the operator's listing marks the mended ones `cleaned`."""
@@ -89,7 +89,7 @@ async def test_old_entries_storage_cannot_read_never_fail_a_recall_over_the_tool
     assert {e["payload"]["text"] for e in listed if e["cleaned"]} == set(poison) - {"good"}
 
 
-async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(gateway):
+async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(gateway) -> None:
     thread, ann = await _conversation(gateway, "person:ann")
     _, bob = await _conversation(gateway, "person:bob")
     shared = await gateway.call(
@@ -131,7 +131,7 @@ async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(
     assert (await _listing(gateway))["entries"][0]["redacted"] == redacted.body["redacted"]
 
 
-async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway):
+async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway) -> None:
     ann_thread, ann = await _conversation(gateway, "person:ann")
     _, bob = await _conversation(gateway, "person:bob")
     ids = [await _store(gateway, ann, {"n": n}) for n in range(3)]
@@ -145,7 +145,7 @@ async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway):
     assert [e["id"] for e in only_ann["entries"]] == ids and only_ann["next"] is None
 
 
-async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway):
+async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway) -> None:
     _, ann = await _conversation(gateway, "person:ann")
     entry = await _store(gateway, ann, {"text": "x"})
     memory = f"/api/v1/roles/{ROLE}/memory"
@@ -172,7 +172,9 @@ async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway):
     assert [e["redacted"] for e in (await _listing(gateway))["entries"]] == [None]
 
 
-async def test_a_role_no_longer_served_keeps_memory_an_operator_can_redact(gateway, database_url):
+async def test_a_role_no_longer_served_keeps_memory_an_operator_can_redact(
+    gateway, database_url
+) -> None:
     [entry] = await insert_raw(database_url, {"x": {"text": "left behind"}}, role="retired")
     listed = await gateway.get("/api/v1/roles/retired/memory")
     assert listed.status == 200, listed.text

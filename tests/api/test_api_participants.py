@@ -13,7 +13,7 @@ async def thread_id(api) -> str:
     return str(thread["id"])
 
 
-async def test_removing_a_member_is_200_with_the_state_change_event(api, thread_id):
+async def test_removing_a_member_is_200_with_the_state_change_event(api, thread_id) -> None:
     reply = await api.post(f"/api/v1/threads/{thread_id}/participants/{BOB}", {"state": "removed"})
 
     assert reply.status == 200
@@ -31,7 +31,7 @@ async def test_removing_a_member_is_200_with_the_state_change_event(api, thread_
     assert event["thread_id"] == thread_id
 
 
-async def test_the_thread_shows_current_states_through_remove_and_re_add(api, thread_id):
+async def test_the_thread_shows_current_states_through_remove_and_re_add(api, thread_id) -> None:
     path = f"/api/v1/threads/{thread_id}"
 
     await api.set_state(thread_id, BOB, "removed")
@@ -44,7 +44,7 @@ async def test_the_thread_shows_current_states_through_remove_and_re_add(api, th
     assert {"address": BOB, "state": "active"} in readded
 
 
-async def test_the_address_in_the_path_is_canonicalised(api, thread_id):
+async def test_the_address_in_the_path_is_canonicalised(api, thread_id) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/participants/Person:Bob", {"state": "removed"}
     )
@@ -53,7 +53,7 @@ async def test_the_address_in_the_path_is_canonicalised(api, thread_id):
     assert reply.body["participant"] == BOB
 
 
-async def test_a_never_member_cannot_be_added_409(api, thread_id):
+async def test_a_never_member_cannot_be_added_409(api, thread_id) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/participants/person:carol", {"state": "active"}
     )
@@ -62,7 +62,7 @@ async def test_a_never_member_cannot_be_added_409(api, thread_id):
     assert "resolve" in message
 
 
-async def test_removing_twice_or_re_adding_an_active_member_is_409(api, thread_id):
+async def test_removing_twice_or_re_adding_an_active_member_is_409(api, thread_id) -> None:
     await api.set_state(thread_id, BOB, "removed")
     path = f"/api/v1/threads/{thread_id}/participants/{BOB}"
 
@@ -71,7 +71,7 @@ async def test_removing_twice_or_re_adding_an_active_member_is_409(api, thread_i
     (await api.post(path, {"state": "active"})).error(409, "illegal_state_change")
 
 
-async def test_an_unknown_state_or_malformed_address_is_422(api, thread_id):
+async def test_an_unknown_state_or_malformed_address_is_422(api, thread_id) -> None:
     path = f"/api/v1/threads/{thread_id}/participants/{BOB}"
 
     for state in ["gone", "", None, True, ["removed"]]:
@@ -86,7 +86,7 @@ async def test_an_unknown_state_or_malformed_address_is_422(api, thread_id):
     )
 
 
-async def test_changing_a_state_in_an_unknown_thread_is_404(api):
+async def test_changing_a_state_in_an_unknown_thread_is_404(api) -> None:
     reply = await api.post(f"/api/v1/threads/nope/participants/{BOB}", {"state": "removed"})
 
     reply.error(404)

@@ -29,7 +29,7 @@ async def _code(api: Api, slug: str, **body: Any) -> dict[str, Any]:
     return made
 
 
-async def test_people_are_created_shown_and_listed(api):
+async def test_people_are_created_shown_and_listed(api) -> None:
     ann = await _create(api, "Ann Lee", email="ann@example.com")
     assert ann["slug"] == "ann-lee" and ann["address"] == "person:ann-lee"
     assert (ann["state"], ann["active"], ann["identities"]) == ("active", True, [])
@@ -45,7 +45,7 @@ async def test_people_are_created_shown_and_listed(api):
     assert [p["slug"] for p in rest.body["persons"]] == ["bo"] and rest.body["next"] is None
 
 
-async def test_bad_person_requests_get_clear_errors(api):
+async def test_bad_person_requests_get_clear_errors(api) -> None:
     await _create(api, "Ann", slug="ann")
     (await api.post("/api/v1/persons", {"display_name": "Ann", "slug": "ann"})).error(
         409, "person_exists"
@@ -73,7 +73,7 @@ async def test_bad_person_requests_get_clear_errors(api):
     (await api.get("/api/v1/persons", token=None)).error(401, "unauthorized")
 
 
-async def test_patch_changes_a_person_and_deactivates_them(api):
+async def test_patch_changes_a_person_and_deactivates_them(api) -> None:
     await _create(api, "Ann", slug="ann", email="ann@example.com")
     reply = await api.call(
         "PATCH", "/api/v1/persons/ann", json={"display_name": "Ann L.", "email": None}
@@ -87,7 +87,7 @@ async def test_patch_changes_a_person_and_deactivates_them(api):
     assert on.body["state"] == "active"
 
 
-async def test_identities_are_linked_once_and_belong_to_one_person(api):
+async def test_identities_are_linked_once_and_belong_to_one_person(api) -> None:
     await _create(api, "Ann", slug="ann")
     await _create(api, "Bo", slug="bo")
     added = await api.post("/api/v1/persons/ann/identities", {"identity": "WEB:Example.com:U-1"})
@@ -107,7 +107,7 @@ async def test_identities_are_linked_once_and_belong_to_one_person(api):
     )
 
 
-async def test_a_link_code_links_an_identity_once(api):
+async def test_a_link_code_links_an_identity_once(api) -> None:
     await _create(api, "Ann", slug="ann")
     made = await _code(api, "ann")
     assert made["person"] == "ann" and len(made["code"]) == 9 and made["expires_at"].endswith("Z")
@@ -134,7 +134,7 @@ async def test_a_link_code_links_an_identity_once(api):
     (await api.post("/api/v1/persons/nobody/link-codes")).error(404, "person_not_found")
 
 
-async def test_an_expired_link_code_is_refused(api):
+async def test_an_expired_link_code_is_refused(api) -> None:
     await _create(api, "Ann", slug="ann")
     made = await _code(api, "ann", ttl_seconds=1)
     await asyncio.sleep(1.1)
@@ -145,7 +145,7 @@ async def test_an_expired_link_code_is_refused(api):
     assert (await api.get("/api/v1/persons/ann")).body["identities"] == []
 
 
-async def test_linking_a_last_identity_merges_and_the_conversation_follows(api):
+async def test_linking_a_last_identity_merges_and_the_conversation_follows(api) -> None:
     await _create(api, "A", slug="a")
     await _identity(api, "a", "web:example.com:a")
     await _create(api, "B", slug="b")
@@ -188,7 +188,7 @@ async def _conversation(api: Api, person: str) -> tuple[str, str]:
     return thread, minted.body["token"]
 
 
-async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gateway):
+async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gateway) -> None:
     await _create(gateway, "Ann", slug="ann")
     _, token = await _conversation(gateway, "person:ann")
     recall = "/api/v1/tools/recall"
@@ -202,7 +202,7 @@ async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gatew
     assert (await gateway.post(recall, {}, token=token)).status == 200
 
 
-async def test_a_group_conversation_keeps_its_tools_while_one_person_is_active(gateway):
+async def test_a_group_conversation_keeps_its_tools_while_one_person_is_active(gateway) -> None:
     await _create(gateway, "Ann", slug="ann")
     await _create(gateway, "Bo", slug="bo")
     thread = (await gateway.thread("person:ann", "person:bo", "role:echo"))["id"]

@@ -17,7 +17,7 @@ def retract_path(thread_id: str, message_id: str) -> str:
     return f"/api/v1/threads/{thread_id}/messages/{message_id}/retract"
 
 
-async def test_retracting_returns_201_with_the_retraction_event(api, thread_id):
+async def test_retracting_returns_201_with_the_retraction_event(api, thread_id) -> None:
     message = await api.say(thread_id, SUPPORT, "wrong answer")
 
     reply = await api.post(
@@ -34,7 +34,7 @@ async def test_retracting_returns_201_with_the_retraction_event(api, thread_id):
     assert event["seq"] == message["seq"] + 1
 
 
-async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(api, thread_id):
+async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(api, thread_id) -> None:
     message = await api.say(thread_id, SUPPORT, "wrong answer")
     kept = await api.say(thread_id, ALICE, "thanks")
     await api.post(retract_path(thread_id, message["id"]), {"author": SUPPORT})
@@ -47,7 +47,7 @@ async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(api,
     assert events[2]["reason"] is None
 
 
-async def test_only_the_author_may_retract_403(api, thread_id):
+async def test_only_the_author_may_retract_403(api, thread_id) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
 
     reply = await api.post(retract_path(thread_id, message["id"]), {"author": ALICE})
@@ -55,7 +55,7 @@ async def test_only_the_author_may_retract_403(api, thread_id):
     reply.error(403, "not_the_author")
 
 
-async def test_retracting_twice_is_409(api, thread_id):
+async def test_retracting_twice_is_409(api, thread_id) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
     path = retract_path(thread_id, message["id"])
     assert (await api.post(path, {"author": SUPPORT})).status == 201
@@ -63,13 +63,13 @@ async def test_retracting_twice_is_409(api, thread_id):
     (await api.post(path, {"author": SUPPORT})).error(409, "already_retracted")
 
 
-async def test_retracting_an_unknown_message_is_404(api, thread_id):
+async def test_retracting_an_unknown_message_is_404(api, thread_id) -> None:
     reply = await api.post(retract_path(thread_id, "no-such-message"), {"author": SUPPORT})
 
     reply.error(404)
 
 
-async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(api, thread_id):
+async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(api, thread_id) -> None:
     change = await api.set_state(thread_id, ALICE, "removed")
 
     reply = await api.post(retract_path(thread_id, change["id"]), {"author": ALICE})
@@ -77,7 +77,7 @@ async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(api, 
     reply.error(404)
 
 
-async def test_a_removed_author_cannot_retract_403(api, thread_id):
+async def test_a_removed_author_cannot_retract_403(api, thread_id) -> None:
     message = await api.say(thread_id, ALICE, "hi")
     await api.set_state(thread_id, ALICE, "removed")
 
@@ -86,7 +86,7 @@ async def test_a_removed_author_cannot_retract_403(api, thread_id):
     reply.error(403, "participant_removed")
 
 
-async def test_bad_retraction_bodies_are_rejected_naming_the_field(api, thread_id):
+async def test_bad_retraction_bodies_are_rejected_naming_the_field(api, thread_id) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
     path = retract_path(thread_id, message["id"])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-async def test_the_demo_role_is_listed(api):
+async def test_the_demo_role_is_listed(api) -> None:
     reply = await api.get("/api/v1/roles")
 
     assert reply.status == 200
@@ -19,10 +19,10 @@ async def test_the_demo_role_is_listed(api):
     assert concierge["concurrent_threads"] is True
 
 
-async def test_one_role_and_an_unknown_one(api):
+async def test_one_role_and_an_unknown_one(api) -> None:
     assert (await api.get("/api/v1/roles/concierge")).body["display_name"] == "Concierge"
     (await api.get("/api/v1/roles/nobody")).error(404, "role_not_found")
 
 
-async def test_roles_need_the_operator_token(api):
+async def test_roles_need_the_operator_token(api) -> None:
     (await api.get("/api/v1/roles", token="wrong-token-wrong-token")).error(401, "unauthorized")

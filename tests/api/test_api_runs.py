@@ -37,7 +37,7 @@ async def _run(api: Api, thread_id: str) -> dict:
     return run
 
 
-async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway):
+async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "hello")
 
@@ -57,7 +57,7 @@ async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway):
     assert (await gateway.get(f"/api/v1/runs/{run['id']}/turns?after=1")).body["turns"] == []
 
 
-async def test_runs_are_listed_by_role_in_pages(gateway):
+async def test_runs_are_listed_by_role_in_pages(gateway) -> None:
     for name in ("p1", "p2", "p3"):
         thread = await gateway.thread(f"person:{name}", "role:echo")
         await gateway.say(thread["id"], f"person:{name}", "hi")
@@ -69,7 +69,7 @@ async def test_runs_are_listed_by_role_in_pages(gateway):
     assert len(rest["runs"]) == 1 and rest["next"] is None
 
 
-async def test_bad_run_requests_get_clear_errors(gateway):
+async def test_bad_run_requests_get_clear_errors(gateway) -> None:
     (await gateway.get("/api/v1/runs")).error(422, "missing_parameter")
     (await gateway.get("/api/v1/runs?thread=x&role=echo")).error(422, "missing_parameter")
     (await gateway.get("/api/v1/runs?thread=nope")).error(404, "thread_not_found")
@@ -81,7 +81,7 @@ async def test_bad_run_requests_get_clear_errors(gateway):
     (await gateway.get("/api/v1/runs", token=None)).error(401, "unauthorized")
 
 
-async def test_cancel_stops_a_running_turn_and_409s_when_none_runs(gateway):
+async def test_cancel_stops_a_running_turn_and_409s_when_none_runs(gateway) -> None:
     thread = await gateway.thread(ANN, "role:slow")
     await gateway.say(thread["id"], ANN, "take your time")
     deadline = time.monotonic() + 5
@@ -104,7 +104,7 @@ async def _run_or_none(api: Api, thread_id: str) -> dict | None:
     return runs[0] if runs else None
 
 
-async def test_start_fresh_archives_what_was_said_before_it(gateway):
+async def test_start_fresh_archives_what_was_said_before_it(gateway) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "old news")
     await _replies(gateway, thread["id"], 1)
@@ -125,7 +125,7 @@ async def test_start_fresh_archives_what_was_said_before_it(gateway):
     assert [e.get("text") for e in everything["events"]][:2] == ["old news", "old news"]
 
 
-async def test_the_committed_event_stream_long_polls(gateway):
+async def test_the_committed_event_stream_long_polls(gateway) -> None:
     head = (await gateway.get("/api/v1/events")).body["next"]
     thread = await gateway.thread(ANN, "role:echo")
     waiting = asyncio.create_task(gateway.get(f"/api/v1/events?after={head}&wait=10"))
@@ -137,7 +137,7 @@ async def test_the_committed_event_stream_long_polls(gateway):
     (await gateway.get("/api/v1/events?wait=31")).error(422)
 
 
-async def test_metrics_count_turns_and_sessions(gateway):
+async def test_metrics_count_turns_and_sessions(gateway) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "count me")
     await _replies(gateway, thread["id"], 1)

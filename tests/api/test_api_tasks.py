@@ -17,7 +17,7 @@ async def _create(api: Api, **fields: object) -> dict:
     return reply.body
 
 
-async def test_a_task_is_created_open_with_a_created_event(gateway):
+async def test_a_task_is_created_open_with_a_created_event(gateway) -> None:
     task = await _create(gateway, body="Friday 10:00", assignee="role:echo",
                          external={"source": "github", "key": "acme/app#1"})  # fmt: skip
     assert task["status"] == "open" and task["assignee"] == "echo" and task["events"] == 1
@@ -29,7 +29,7 @@ async def test_a_task_is_created_open_with_a_created_event(gateway):
     assert [e["kind"] for e in shown["history"]] == ["created"]
 
 
-async def test_changes_and_comments_are_task_events_in_order(gateway):
+async def test_changes_and_comments_are_task_events_in_order(gateway) -> None:
     task = await _create(gateway)
     moved = await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}",
                                json={"author": "person:bob", "status": "in_progress",
@@ -56,7 +56,7 @@ async def test_changes_and_comments_are_task_events_in_order(gateway):
     assert history[0]["position"] < history[1]["position"] < history[2]["position"]
 
 
-async def test_status_moves_follow_the_rules(gateway):
+async def test_status_moves_follow_the_rules(gateway) -> None:
     task = await _create(gateway)
     path = f"/api/v1/tasks/{task['id']}"
     done = await gateway.call("PATCH", path, json={"author": ANN, "status": "done"})
@@ -90,7 +90,7 @@ async def test_tasks_are_listed_by_status_and_assignee_in_pages(gateway):
     assert len(titles_of(page)) == 2 and len(titles_of(rest)) == 1
 
 
-async def test_bad_task_requests_get_clear_errors(gateway):
+async def test_bad_task_requests_get_clear_errors(gateway) -> None:
     (await gateway.post("/api/v1/tasks", {"author": ANN})).error(422, "missing_field")
     (await gateway.post("/api/v1/tasks", {"author": "role:echo", "title": "x"})).error(
         422, "invalid_author"
@@ -111,7 +111,7 @@ async def test_bad_task_requests_get_clear_errors(gateway):
     )
 
 
-async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway):
+async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway) -> None:
     task = await _create(gateway, assignee="echo")
     deadline = time.monotonic() + 10
     while not (runs := (await gateway.get(f"/api/v1/runs?task={task['id']}")).body["runs"]):

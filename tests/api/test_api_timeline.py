@@ -26,7 +26,7 @@ async def say_many(api, thread_id: str, count: int) -> None:
         await api.say(thread_id, ALICE, f"m{n}")
 
 
-async def test_the_operator_view_is_every_event_in_seq_order(api, thread_id):
+async def test_the_operator_view_is_every_event_in_seq_order(api, thread_id) -> None:
     await api.say(thread_id, ALICE, "hello")
     await api.set_state(thread_id, BOB, "removed")
     await api.say(thread_id, SUPPORT, "hi")
@@ -38,14 +38,14 @@ async def test_the_operator_view_is_every_event_in_seq_order(api, thread_id):
     assert page["more"] is False
 
 
-async def test_an_empty_timeline_is_an_empty_page(api, thread_id):
+async def test_an_empty_timeline_is_an_empty_page(api, thread_id) -> None:
     page = await api.timeline(thread_id)
 
     assert page["events"] == []
     assert page["more"] is False
 
 
-async def test_paging_forward_with_after_and_next_reads_each_event_once(api, thread_id):
+async def test_paging_forward_with_after_and_next_reads_each_event_once(api, thread_id) -> None:
     await say_many(api, thread_id, 5)
 
     first = await api.timeline(thread_id, "?limit=2")
@@ -58,7 +58,7 @@ async def test_paging_forward_with_after_and_next_reads_each_event_once(api, thr
     assert later["events"] == []
 
 
-async def test_the_default_page_is_50_and_the_largest_500(api, thread_id):
+async def test_the_default_page_is_50_and_the_largest_500(api, thread_id) -> None:
     await say_many(api, thread_id, 51)
 
     default = await api.timeline(thread_id)
@@ -68,7 +68,7 @@ async def test_the_default_page_is_50_and_the_largest_500(api, thread_id):
     assert (len(largest["events"]), largest["more"]) == (51, False)
 
 
-async def test_latest_reads_the_newest_page_and_before_pages_back(api, thread_id):
+async def test_latest_reads_the_newest_page_and_before_pages_back(api, thread_id) -> None:
     await say_many(api, thread_id, 5)
 
     newest = await api.timeline(thread_id, "?latest=true&limit=2")
@@ -80,7 +80,7 @@ async def test_latest_reads_the_newest_page_and_before_pages_back(api, thread_id
     assert earliest["next"] is None
 
 
-async def test_malformed_numbers_are_422(api, thread_id):
+async def test_malformed_numbers_are_422(api, thread_id) -> None:
     bad = [
         "limit=0", "limit=501", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=%201",
         "after=-1", "after=x", "after=1e3", f"after={2**53}", "after=99999999999999999999999",
@@ -91,7 +91,7 @@ async def test_malformed_numbers_are_422(api, thread_id):
         assert reply.error(422).startswith("query parameter"), query
 
 
-async def test_the_largest_json_safe_cursor_is_accepted_and_reads_nothing(api, thread_id):
+async def test_the_largest_json_safe_cursor_is_accepted_and_reads_nothing(api, thread_id) -> None:
     await api.say(thread_id, ALICE, "hi")
 
     after = await api.timeline(thread_id, f"?after={2**53 - 1}")
@@ -101,7 +101,7 @@ async def test_the_largest_json_safe_cursor_is_accepted_and_reads_nothing(api, t
     assert texts(before) == ["hi"]
 
 
-async def test_conflicting_or_unknown_parameters_are_422(api, thread_id):
+async def test_conflicting_or_unknown_parameters_are_422(api, thread_id) -> None:
     path = f"/api/v1/threads/{thread_id}/timeline"
 
     (await api.get(f"{path}?after=1&before=3")).error(422, "conflicting_parameters")
@@ -111,19 +111,21 @@ async def test_conflicting_or_unknown_parameters_are_422(api, thread_id):
     (await api.get(f"{path}?after=1&after=2")).error(422, "repeated_parameter")
 
 
-async def test_as_a_non_member_is_403_and_as_a_malformed_address_is_422(api, thread_id):
+async def test_as_a_non_member_is_403_and_as_a_malformed_address_is_422(api, thread_id) -> None:
     path = f"/api/v1/threads/{thread_id}/timeline"
 
     (await api.get(f"{path}?as=person:dave")).error(403, "not_a_member")
     assert (await api.get(f"{path}?as=dave")).error(422, "invalid_address").startswith("as:")
 
 
-async def test_the_timeline_of_an_unknown_thread_is_404(api):
+async def test_the_timeline_of_an_unknown_thread_is_404(api) -> None:
     (await api.get("/api/v1/threads/nope/timeline")).error(404)
     (await api.get(f"/api/v1/threads/nope/timeline?as={ALICE}")).error(404)
 
 
-async def test_a_removed_participant_never_sees_their_blackout_even_after_re_add(api, thread_id):
+async def test_a_removed_participant_never_sees_their_blackout_even_after_re_add(
+    api, thread_id
+) -> None:
     await api.say(thread_id, ALICE, "before")
     await api.set_state(thread_id, BOB, "removed")
     await api.say(thread_id, ALICE, "during")
@@ -148,7 +150,7 @@ async def test_a_removed_participant_never_sees_their_blackout_even_after_re_add
     assert texts(alice) == texts(operator) == everything
 
 
-async def test_a_filtered_view_pages_over_visible_events_only(api, thread_id):
+async def test_a_filtered_view_pages_over_visible_events_only(api, thread_id) -> None:
     await api.say(thread_id, ALICE, "a")
     await api.set_state(thread_id, BOB, "removed")
     await say_many(api, thread_id, 3)
@@ -169,7 +171,7 @@ async def test_a_filtered_view_pages_over_visible_events_only(api, thread_id):
     assert texts(newest) == [f"{BOB}>removed", f"{BOB}>active", "z"]
 
 
-async def test_a_removed_participant_can_still_read_what_they_saw(api, thread_id):
+async def test_a_removed_participant_can_still_read_what_they_saw(api, thread_id) -> None:
     await api.say(thread_id, ALICE, "before")
     await api.set_state(thread_id, BOB, "removed")
 

@@ -28,7 +28,7 @@ async def _tool(api: Api, token: str, name: str, arguments: object = None):
     return await api.post(f"/api/v1/tools/{name}", arguments, token=token)
 
 
-async def test_the_tools_are_listed_with_their_schemas(gateway):
+async def test_the_tools_are_listed_with_their_schemas(gateway) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     listed = await gateway.get("/api/v1/tools", token=token)
     assert listed.status == 200, listed.text
@@ -42,7 +42,7 @@ async def test_the_tools_are_listed_with_their_schemas(gateway):
     assert store["input_schema"]["required"] == ["payload"]
 
 
-async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway):
+async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway) -> None:
     _, _, ann = await _conversation(gateway, "person:ann")
     _, _, bob = await _conversation(gateway, "person:bob")
     stored = await _tool(gateway, ann, "store", {"payload": {"kind": "note", "text": "tea"}})
@@ -55,7 +55,7 @@ async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway)
     assert theirs.body["result"]["entries"] == []
 
 
-async def test_send_message_and_retract_reach_the_timeline(gateway):
+async def test_send_message_and_retract_reach_the_timeline(gateway) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     sent = await _tool(
         gateway, token, "send_message", {"text": "A reminder", "context": {"kind": "reminder"}}
@@ -79,14 +79,14 @@ async def test_send_message_and_retract_reach_the_timeline(gateway):
     )
 
 
-async def test_peek_pending_shows_what_the_run_has_not_read(gateway):
+async def test_peek_pending_shows_what_the_run_has_not_read(gateway) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     peeked = await _tool(gateway, token, "peek_pending", {})
     assert peeked.status == 200, peeked.text
     assert isinstance(peeked.body["result"]["pending"], list)
 
 
-async def test_a_run_token_is_refused_once_its_person_is_removed(gateway):
+async def test_a_run_token_is_refused_once_its_person_is_removed(gateway) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     await gateway.set_state(thread, "person:ann", "removed")
     (await _tool(gateway, token, "recall", {})).error(403, "person_removed")
@@ -94,7 +94,7 @@ async def test_a_run_token_is_refused_once_its_person_is_removed(gateway):
     assert (await _tool(gateway, token, "recall", {})).status == 200
 
 
-async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway):
+async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway) -> None:
     _, run_id, token = await _conversation(gateway, "person:ann")
     (await _tool(gateway, "rct_garbage", "recall", {})).error(401, "invalid_run_token")
     (await _tool(gateway, None, "recall", {})).error(401, "invalid_run_token")
@@ -110,7 +110,7 @@ async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway):
     (await gateway.post(f"/api/v1/runs/{run_id}/token", token=None)).error(401, "unauthorized")
 
 
-async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway):
+async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway) -> None:
     _, run_id, token = await _conversation(gateway, "person:ann")
     created = await _tool(gateway, token, "task_create", {"title": "Order chairs",
                                                           "assignee": "echo"})  # fmt: skip
@@ -136,7 +136,7 @@ async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway
     (await _tool(gateway, token, "task_get", {"task_id": "nope"})).error(404, "task_not_found")
 
 
-async def test_subscribing_makes_task_changes_wake_the_conversation(gateway):
+async def test_subscribing_makes_task_changes_wake_the_conversation(gateway) -> None:
     thread, run_id, token = await _conversation(gateway, "person:ann")
     task = (await _tool(gateway, token, "task_create", {"title": "Paint the door"})).body["result"]
     subscribed = await _tool(gateway, token, "subscribe", {"task_id": task["id"]})
@@ -161,7 +161,7 @@ async def test_subscribing_makes_task_changes_wake_the_conversation(gateway):
 
 async def test_calls_past_the_turns_budget_are_refused_and_calls_between_turns_not_counted(
     gateway,
-):
+) -> None:
     # slow's turn takes a minute and its role allows two tool calls a turn (tests/api/conftest)
     _, run_id, token = await _conversation(gateway, "person:ann", "slow")
     deadline = time.monotonic() + 10

@@ -50,7 +50,7 @@ async def _thread(edge: Edge) -> str:
 @pytest.mark.parametrize(("value", "code"), BAD_VALUES)
 async def test_a_message_text_that_storage_cannot_keep_is_422_naming_the_field(
     edge: Edge, value: Any, code: str
-):
+) -> None:
     thread = await _thread(edge)
     body = b'{"author": "person:ann", "text": ' + _body_with(value) + b"}"
 
@@ -60,7 +60,7 @@ async def test_a_message_text_that_storage_cannot_keep_is_422_naming_the_field(
     await edge.say(thread, "person:ann", "still fine")  # the gateway and its writer are well
 
 
-async def test_every_kind_of_field_is_checked_deep_inside_objects_too(edge: Edge):
+async def test_every_kind_of_field_is_checked_deep_inside_objects_too(edge: Edge) -> None:
     thread = await _thread(edge)
     context = b'{"kind": "note", "task": "\\ud800"}'
     body = b'{"author": "person:ann", "text": "hi", "context": ' + context + b"}"
@@ -93,7 +93,7 @@ async def test_every_kind_of_field_is_checked_deep_inside_objects_too(edge: Edge
         "/api/v1/roles/%00",
     ],
 )
-async def test_a_nul_in_a_path_parameter_is_422_on_both_backends(edge: Edge, path: str):
+async def test_a_nul_in_a_path_parameter_is_422_on_both_backends(edge: Edge, path: str) -> None:
     thread = await _thread(edge)
     reply = await edge.get(path.format(thread=thread))
     assert "path parameter" in reply.error(422, "nul_character")
@@ -112,12 +112,12 @@ async def test_a_nul_in_a_path_parameter_is_422_on_both_backends(edge: Edge, pat
         "/api/v1/events?after%00=1",
     ],
 )
-async def test_a_nul_in_a_query_parameter_is_422_on_both_backends(edge: Edge, query: str):
+async def test_a_nul_in_a_query_parameter_is_422_on_both_backends(edge: Edge, query: str) -> None:
     reply = await edge.get(query)
     assert "query parameter" in reply.error(422, "nul_character")
 
 
-async def test_a_percent_encoded_surrogate_is_no_lone_surrogate_but_plain_text(edge: Edge):
+async def test_a_percent_encoded_surrogate_is_no_lone_surrogate_but_plain_text(edge: Edge) -> None:
     """`%ED%A0%80` is not UTF-8: aiohttp keeps it as written in a path and reads it as U+FFFD in a
     query — valid text either way, so the route answers as for any unknown id."""
     assert (await edge.get("/api/v1/threads/%ED%A0%80")).status == 404
@@ -125,7 +125,7 @@ async def test_a_percent_encoded_surrogate_is_no_lone_surrogate_but_plain_text(e
     reply.error(422, "invalid_address")
 
 
-async def test_the_widget_refuses_a_bad_visitor_token_and_a_bad_message(edge: Edge):
+async def test_the_widget_refuses_a_bad_visitor_token_and_a_bad_message(edge: Edge) -> None:
     for token in (SURROGATE, NUL):
         body = dumps({"role": "echo", "visitor_token": token})
         reply = await edge.raw("POST", "/widget/v1/sessions", body, token=None)
@@ -147,7 +147,7 @@ async def test_the_widget_refuses_a_bad_visitor_token_and_a_bad_message(edge: Ed
 @pytest.mark.parametrize(("value", "code"), BAD_VALUES)
 async def test_the_tools_over_http_refuse_bad_arguments_naming_them(
     edge: Edge, value: Any, code: str
-):
+) -> None:
     _, _, token = await edge.run_token("person:ann")
     payload = b'{"payload": {"note": ' + _body_with(value) + b"}}"
     reply = await edge.raw("POST", "/api/v1/tools/store", payload, token=token)
@@ -173,7 +173,7 @@ def _tools_call(arguments: bytes) -> bytes:
     )
 
 
-async def test_the_tools_over_mcp_refuse_bad_arguments_with_the_same_error(edge: Edge):
+async def test_the_tools_over_mcp_refuse_bad_arguments_with_the_same_error(edge: Edge) -> None:
     """Raw JSON-RPC to `/mcp` (an SDK client would re-encode the values). The SDK's JSON parser
     refuses `\\ud800` escapes itself (a JSON-RPC parse error, 400); what it lets through — a NUL,
     huge integers, `1e999`, deep nesting — `core.engine.tools` refuses, as a tool error carrying our
@@ -205,7 +205,7 @@ def _signed(body: bytes) -> dict[str, str]:
 @pytest.mark.parametrize(("value", "code"), BAD_VALUES)
 async def test_a_signed_webhook_payload_with_a_bad_value_is_422_and_stores_nothing(
     edge: Edge, value: Any, code: str
-):
+) -> None:
     body = b'{"key": "INC-1", "title": ' + _body_with(value) + b"}"
 
     unsigned = await edge.deliver("tracker", body, {"webhook-id": new_id()})
@@ -218,7 +218,7 @@ async def test_a_signed_webhook_payload_with_a_bad_value_is_422_and_stores_nothi
     assert (await edge.deliver("tracker", good, _signed(good))).status == 200
 
 
-async def test_a_github_payload_is_checked_whole_not_only_the_fields_it_maps(edge: Edge):
+async def test_a_github_payload_is_checked_whole_not_only_the_fields_it_maps(edge: Edge) -> None:
     from tests.webhooks.conftest import github_headers, issues_event
 
     event = issues_event("opened") | {"sender": {"login": "x\x00"}}

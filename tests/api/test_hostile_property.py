@@ -171,7 +171,7 @@ async def _conversation(edge: Edge) -> Conversation:
 @given(data=st.data())
 async def test_no_api_write_route_gives_a_5xx_and_valid_messages_are_answered(
     edge: Edge, data: st.DataObject
-):
+) -> None:
     conversation = await _conversation(edge)
     method, template, fields = data.draw(st.sampled_from(API_ROUTES), label="route")
     path = template.format(
@@ -221,7 +221,7 @@ TOOL_NAMES = sorted(TOOLS)
 
 @EXAMPLES
 @given(data=st.data())
-async def test_no_tool_call_gives_a_5xx_over_http(edge: Edge, data: st.DataObject):
+async def test_no_tool_call_gives_a_5xx_over_http(edge: Edge, data: st.DataObject) -> None:
     conversation = await _conversation(edge)
     token = conversation.token
     name = data.draw(st.sampled_from(TOOL_NAMES), label="tool")
@@ -243,7 +243,7 @@ GENERIC_FIELDS = ["key", "url", "title", "body", "status", "comment"]
 
 @EXAMPLES
 @given(data=st.data())
-async def test_no_signed_webhook_payload_gives_a_5xx(edge: Edge, data: st.DataObject):
+async def test_no_signed_webhook_payload_gives_a_5xx(edge: Edge, data: st.DataObject) -> None:
     conversation = await _conversation(edge)
     body = data.draw(bodies(GENERIC_FIELDS), label="payload")
     delivery = uuid.uuid4().hex

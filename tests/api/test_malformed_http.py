@@ -98,7 +98,7 @@ async def test_gzip_and_deflate_bodies_that_are_what_they_say_work(edge: Edge):
 )
 async def test_a_body_that_is_not_its_content_encoding_is_400(
     edge: Edge, no_errors_logged: None, coding: str, body: bytes
-):
+) -> None:
     thread = (await edge.thread("person:ann", "role:echo"))["id"]
     reply = await edge.raw(
         "POST", f"/api/v1/threads/{thread}/messages", body, headers={"Content-Encoding": coding}
@@ -109,7 +109,7 @@ async def test_a_body_that_is_not_its_content_encoding_is_400(
 @pytest.mark.parametrize("coding", ["br", "zstd", "compress", "gzip, gzip", "whatever"])
 async def test_a_content_encoding_the_gateway_does_not_decode_is_415(
     edge: Edge, no_errors_logged: None, coding: str
-):
+) -> None:
     for path in ("/api/v1/threads", "/widget/v1/sessions", "/hooks/tracker", "/api/v1/roles"):
         method = "GET" if path == "/api/v1/roles" else "POST"
         reply = await edge.raw(method, path, b"{}", headers={"Content-Encoding": coding})
@@ -118,7 +118,7 @@ async def test_a_content_encoding_the_gateway_does_not_decode_is_415(
 
 async def test_a_compressed_body_that_decodes_past_the_limit_is_413(
     edge: Edge, no_errors_logged: None
-):
+) -> None:
     bomb = gzip.compress(b'{"participants": ["' + b"a" * 3_000_000 + b'"]}')
     assert len(bomb) < 10_000
     reply = await edge.raw("POST", "/api/v1/threads", bomb, headers={"Content-Encoding": "gzip"})
@@ -134,7 +134,9 @@ def _request(path: str, *lines: str, body: bytes = b"") -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
-async def test_what_aiohttp_cannot_parse_is_answered_in_json(edge: Edge, no_errors_logged: None):
+async def test_what_aiohttp_cannot_parse_is_answered_in_json(
+    edge: Edge, no_errors_logged: None
+) -> None:
     cases: list[tuple[bytes, int, str]] = [
         (b"GARBAGE\r\n\r\n", 400, "malformed_request"),
         (b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", 400, "malformed_request"),
@@ -156,6 +158,6 @@ async def test_what_aiohttp_cannot_parse_is_answered_in_json(edge: Edge, no_erro
     assert reply.status == 200, reply.text
 
 
-def test_server_errors_keep_their_status_in_the_same_shape():
+def test_server_errors_keep_their_status_in_the_same_shape() -> None:
     assert classify(500, RuntimeError("boom"))[:2] == (500, "internal")
     assert classify(504, None)[:2] == (504, "timeout")

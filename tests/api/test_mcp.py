@@ -46,7 +46,7 @@ def _structured(result: Any) -> dict[str, Any]:
     return structured
 
 
-async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway):
+async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         listed = await client.list_tools()
@@ -58,7 +58,7 @@ async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway):
         assert "thread" not in tool.description.lower()
 
 
-async def test_store_recall_and_send_over_mcp(gateway):
+async def test_store_recall_and_send_over_mcp(gateway) -> None:
     thread, _, ann = await _conversation(gateway, "person:ann")
     _, _, bob = await _conversation(gateway, "person:bob")
     async with mcp_client(gateway, ann) as client:
@@ -80,7 +80,7 @@ async def test_store_recall_and_send_over_mcp(gateway):
     assert event["author"] == "role:echo" and event["text"] == "Noted: green tea."
 
 
-async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gateway):
+async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gateway) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         missing = await client.call_tool("task_get", {})
@@ -93,7 +93,7 @@ async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gat
         assert not_found.is_error and "error" in _structured(not_found)
 
 
-async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway):
+async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         assert not (await client.call_tool("store", {"payload": {"n": 1}})).is_error
@@ -103,7 +103,7 @@ async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway):
     assert _structured(refused)["error"]["code"] == "person_removed"
 
 
-async def test_the_endpoint_refuses_missing_and_unknown_tokens_over_plain_http(gateway):
+async def test_the_endpoint_refuses_missing_and_unknown_tokens_over_plain_http(gateway) -> None:
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for token in (None, "rct_not-a-token"):
         reply = await gateway.post("/mcp", initialize, token=token)
@@ -190,7 +190,7 @@ async def _replies(api: Api, thread: str, count: int) -> list[str]:
         await asyncio.sleep(0.05)
 
 
-async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(tmp_path):
+async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(tmp_path) -> None:
     async with _remote_gateway(tmp_path) as api:
         thread = (await api.thread("person:ann", "role:remote"))["id"]
         await api.say(thread, "person:ann", "my locker is 42")

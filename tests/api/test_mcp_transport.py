@@ -72,7 +72,9 @@ async def test_transport_errors_are_jsonrpc_errors(edge: Edge, no_errors_logged:
     query.error(422, "unknown_parameter")
 
 
-async def test_header_bytes_latin1_cannot_carry_are_no_500(edge: Edge, no_errors_logged: None):
+async def test_header_bytes_latin1_cannot_carry_are_no_500(
+    edge: Edge, no_errors_logged: None
+) -> None:
     _, _, token = await edge.run_token("person:ann")
     head = (
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -39,7 +39,7 @@ def _path(resource: web.AbstractResource) -> str:
     return formatter.replace("{id}", "x").replace("{message_id}", "y")
 
 
-async def test_every_route_refuses_an_unknown_query_parameter(edge: Edge):
+async def test_every_route_refuses_an_unknown_query_parameter(edge: Edge) -> None:
     _, _, run_token = await edge.run_token("person:ann")
     widget = await edge.visitor()
     app = edge.server.app

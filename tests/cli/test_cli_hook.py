@@ -71,7 +71,9 @@ def tasks(gateway: Gateway) -> list[dict[str, Any]]:
         return found
 
 
-def test_a_standard_webhooks_sample_creates_the_task_once(hook: Cli, gateway: Gateway, tmp_path):
+def test_a_standard_webhooks_sample_creates_the_task_once(
+    hook: Cli, gateway: Gateway, tmp_path
+) -> None:
     file = sample(tmp_path, {"key": "INC-7", "title": "Printer on fire"})
     sent = hook("hook", "test", "tracker", file, "--id", "msg_cli_1")
     assert sent.returncode == 0, sent.stderr
@@ -84,7 +86,7 @@ def test_a_standard_webhooks_sample_creates_the_task_once(hook: Cli, gateway: Ga
     assert [t["title"] for t in tasks(gateway)].count("Printer on fire") == 1
 
 
-def test_a_github_sample_is_sent_as_the_event_its_payload_is(hook: Cli, tmp_path):
+def test_a_github_sample_is_sent_as_the_event_its_payload_is(hook: Cli, tmp_path) -> None:
     comment = {
         "action": "created",
         "issue": issue(number=11),
@@ -102,20 +104,20 @@ def test_a_github_sample_is_sent_as_the_event_its_payload_is(hook: Cli, tmp_path
     assert "push" in answer_of(forced.stdout)[1]["ignored"]
 
 
-def test_the_generic_kind_and_stdin(hook: Cli):
+def test_the_generic_kind_and_stdin(hook: Cli) -> None:
     sent = hook("hook", "test", "forms", "-", stdin=json.dumps({"key": "F-9", "title": "Call"}))
     status, answer = answer_of(sent.stdout)
     assert status == 200 and answer["task"]["external"]["source"] == "forms"
 
 
-def test_a_refused_sample_is_one_line_with_the_gateway_s_answer(hook: Cli, tmp_path):
+def test_a_refused_sample_is_one_line_with_the_gateway_s_answer(hook: Cli, tmp_path) -> None:
     refused = hook("hook", "test", "tracker", sample(tmp_path, {"key": "NEW-1", "status": "done"}))
     assert refused.returncode == 1
     line = refused.error_line
     assert line.startswith("rolecall: 422 {") and '"unknown_item"' in line
 
 
-def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path):
+def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path) -> None:
     file = sample(tmp_path, {"key": "k", "title": "t"})
     unknown = hook("hook", "test", "nobody", file)
     assert unknown.returncode == 2
@@ -133,13 +135,15 @@ def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path):
     assert missing.returncode == 2 and "cannot read" in missing.error_line
 
 
-def test_no_gateway_is_one_line(hook: Cli, tmp_path):
+def test_no_gateway_is_one_line(hook: Cli, tmp_path) -> None:
     file = sample(tmp_path, {"key": "k", "title": "t"})
     down = hook("hook", "test", "tracker", file, ROLECALL_URL=f"http://127.0.0.1:{free_port()}")
     assert down.returncode == 1 and "no gateway answers at" in down.error_line
 
 
-def test_a_source_whose_secret_is_not_set_stops_serve(tmp_path: Path, rolecall, environment):
+def test_a_source_whose_secret_is_not_set_stops_serve(
+    tmp_path: Path, rolecall, environment
+) -> None:
     sources = write_sources(tmp_path / "sources")
     env = environment(
         ROLECALL_VAR_DIR=str(tmp_path / "var"),

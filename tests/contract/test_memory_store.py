@@ -31,7 +31,7 @@ def _texts(entries: list[MemoryEntry]) -> list[str]:
     return [str(e.payload.get("text")) for e in entries]
 
 
-async def test_a_threads_private_entries_are_not_recalled_in_another_thread(database):
+async def test_a_threads_private_entries_are_not_recalled_in_another_thread(database) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.memory.store(ROLE, {"text": "alice likes tea"}, thread_id=alice)
 
@@ -42,7 +42,7 @@ async def test_a_threads_private_entries_are_not_recalled_in_another_thread(data
     assert in_bob == []
 
 
-async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(database):
+async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(database) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
     await database.memory.store(ROLE, {"text": "the office closes at six"}, thread_id=alice)
@@ -52,7 +52,7 @@ async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(data
     ]
 
 
-async def test_a_policy_change_affects_only_later_entries(database):
+async def test_a_policy_change_affects_only_later_entries(database) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.memory.store(ROLE, {"text": "before"}, thread_id=alice)
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
@@ -66,7 +66,7 @@ async def test_a_policy_change_affects_only_later_entries(database):
     ]
 
 
-async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix(database):
+async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix(database) -> None:
     alice = await _thread(database, "person:alice")
     await database.memory.store(ROLE, {"text": "house rules"}, thread_id=None)
     await database.memory.store("other", {"text": "not yours"}, thread_id=None)
@@ -77,7 +77,7 @@ async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix
     assert _texts(await database.memory.recall(ROLE, EVERYTHING, thread_id=None)) == ["house rules"]
 
 
-async def test_entries_stay_recallable_after_a_participant_is_removed_and_readded(database):
+async def test_entries_stay_recallable_after_a_participant_is_removed_and_readded(database) -> None:
     alice = await _thread(database, "person:alice")
     await database.memory.store(ROLE, {"text": "kept"}, thread_id=alice)
     person = Address("person:alice")
@@ -87,7 +87,7 @@ async def test_entries_stay_recallable_after_a_participant_is_removed_and_readde
     assert _texts(await database.memory.recall(ROLE, EVERYTHING, thread_id=alice)) == ["kept"]
 
 
-async def test_a_query_matches_every_word_in_the_payload_newest_first(database):
+async def test_a_query_matches_every_word_in_the_payload_newest_first(database) -> None:
     alice = await _thread(database, "person:alice")
     for text in ("blue door on the left", "red door", "Blue car", "the door is blue"):
         await database.memory.store(ROLE, {"text": text, "kind": "note"}, thread_id=alice)
@@ -189,7 +189,7 @@ def test_recall_returns_exactly_what_the_rules_allow(database_url, plan, query):
     assert [e.id for e in found] == [e.id for e in expected]
 
 
-def test_recall_arguments_are_checked():
+def test_recall_arguments_are_checked() -> None:
     from core.model.errors import InvalidInput
 
     for bad in ({"limit": 0}, {"limit": 101}, {"limit": True}, {"where": {"a.b": 1}},
@@ -212,7 +212,9 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize(("value", "code"), BAD_VALUES)
-async def test_storing_refuses_what_core_values_refuses_whoever_calls(database, value, code):
+async def test_storing_refuses_what_core_values_refuses_whoever_calls(
+    database, value, code
+) -> None:
     """The repository itself checks, so the tools and any in-process caller cannot store what
     storage could not read back; nothing is stored."""
     from core.model.errors import InvalidInput
@@ -272,7 +274,9 @@ def _acceptable(entry: MemoryEntry) -> bool:
     return True
 
 
-async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(old_database_url):
+async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(
+    old_database_url,
+) -> None:
     """Before 0016, a `where` recall that could see such an entry failed. After the upgrade,
     every recall answers; every payload read is acceptable, those mended on reading say so; on
     PostgreSQL (mended into `jsonb`) they match filters again, on SQLite only the payloads that
@@ -308,7 +312,7 @@ async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(o
     assert _texts(found) == ["good"]
 
 
-async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, database):
+async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, database) -> None:
     """What a raw write can still put in today's schema: on SQLite anything (so recall guards
     its filters and mends on reading); on PostgreSQL `jsonb` refuses NUL and lone surrogates
     itself, and keeps numbers beyond 64 bits, which are read as null."""
@@ -341,7 +345,7 @@ async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, 
 # --- redaction --------------------------------------------------------------------------------
 
 
-async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(database):
+async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(database) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
     bad = await database.memory.store(ROLE, {"kind": "note", "text": "poison"}, thread_id=alice)
@@ -373,7 +377,7 @@ async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(datab
     assert [e.id for e in in_alice] == [bad.id, kept.id]
 
 
-async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database):
+async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database) -> None:
     from core.model.errors import Conflict, NotFound
 
     entry = await database.memory.store(ROLE, {"text": "once"}, thread_id=None)

@@ -14,7 +14,9 @@ async def conversation_run(db: Database, person: str) -> Run:
     return run
 
 
-async def test_a_session_token_replaces_the_runs_earlier_session_tokens_only(database: Database):
+async def test_a_session_token_replaces_the_runs_earlier_session_tokens_only(
+    database: Database,
+) -> None:
     run = await conversation_run(database, "person:ann")
     other = await conversation_run(database, "person:bob")
     operators = await database.runs.mint_token(run.id)
@@ -30,7 +32,7 @@ async def test_a_session_token_replaces_the_runs_earlier_session_tokens_only(dat
     assert (await database.runs.by_token(others)).id == other.id  # type: ignore[union-attr]
 
 
-async def test_a_revoked_token_names_no_run(database: Database):
+async def test_a_revoked_token_names_no_run(database: Database) -> None:
     run = await conversation_run(database, "person:ann")
     token = await database.runs.mint_token(run.id, session_id=run.session.id)
     kept = await database.runs.mint_token(run.id)

@@ -14,7 +14,7 @@ from core.model.tasks import Actor, ExternalRef, TaskChange, TaskId, TaskStatus
 ANN = Actor.person(Address("person:ann"))
 
 
-async def test_concurrent_comments_get_one_seq_each_in_position_order(database):
+async def test_concurrent_comments_get_one_seq_each_in_position_order(database) -> None:
     task, created = await database.tasks.create(
         title="t", body="", assignee=None, external=None, actor=ANN
     )
@@ -29,7 +29,7 @@ async def test_concurrent_comments_get_one_seq_each_in_position_order(database):
     assert created.seq == 1
 
 
-async def test_an_external_reference_names_one_task(database):
+async def test_an_external_reference_names_one_task(database) -> None:
     ref = ExternalRef(source="github", key="acme/app#7", url="https://example.test/7")
     task, _ = await database.tasks.create(title="t", body="", assignee="echo", external=ref,
                                           actor=ANN)  # fmt: skip

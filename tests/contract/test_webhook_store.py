@@ -34,7 +34,7 @@ async def conversation_run(db: Database, person: str = "person:ann") -> Run:
     return run
 
 
-async def test_a_delivery_does_what_it_says_once_however_often_it_comes(database: Database):
+async def test_a_delivery_does_what_it_says_once_however_often_it_comes(database: Database) -> None:
     mapped = map_github(GH, "issue_comment", comment_event())
     first = await database.webhooks.receive("gh", "d-1", mapped)
     assert not first.duplicate and first.task is not None
@@ -51,7 +51,7 @@ async def test_a_delivery_does_what_it_says_once_however_often_it_comes(database
     assert not await database.webhooks.delivered("other-source", "d-1")
 
 
-async def test_the_next_event_about_the_item_changes_its_task(database: Database):
+async def test_the_next_event_about_the_item_changes_its_task(database: Database) -> None:
     await database.webhooks.receive("gh", "d-1", map_github(GH, "issue_comment", comment_event()))
     closed = {
         "action": "closed",
@@ -66,7 +66,7 @@ async def test_the_next_event_about_the_item_changes_its_task(database: Database
     assert listed.id == got.task.id  # one task per item
 
 
-async def test_an_ignored_delivery_is_recorded_and_does_nothing(database: Database):
+async def test_an_ignored_delivery_is_recorded_and_does_nothing(database: Database) -> None:
     ping = map_github(GH, "ping", {"zen": "Design for failure."})
     assert isinstance(ping, Ignored)
     got = await database.webhooks.receive("gh", "p-1", ping)
@@ -75,7 +75,7 @@ async def test_an_ignored_delivery_is_recorded_and_does_nothing(database: Databa
     assert await database.tasks.list() == []
 
 
-async def test_a_refused_delivery_leaves_no_record(database: Database):
+async def test_a_refused_delivery_leaves_no_record(database: Database) -> None:
     no_title = map_generic(TRACKER, {"key": "INC-1", "status": "done"})
     with pytest.raises(InvalidInput) as refused:
         await database.webhooks.receive("tracker", "w-1", no_title)
@@ -89,7 +89,7 @@ async def test_a_refused_delivery_leaves_no_record(database: Database):
 
 async def test_subscribers_by_key_watch_the_task_from_its_creation_by_a_delivery(
     database: Database,
-):
+) -> None:
     ann, bob = await conversation_run(database), await conversation_run(database, "person:bob")
     assert await database.subscriptions.subscribe_by_key(ann.id, ITEM) == (None, True)
     assert await database.subscriptions.subscribe_by_key(ann.id, ITEM) == (None, False)
@@ -113,7 +113,7 @@ async def test_subscribers_by_key_watch_the_task_from_its_creation_by_a_delivery
 
 async def test_a_task_made_over_the_api_with_the_reference_takes_over_the_waits(
     database: Database,
-):
+) -> None:
     ann = await conversation_run(database)
     await database.subscriptions.subscribe_by_key(ann.id, ITEM)
     task, _ = await database.tasks.create(
@@ -124,7 +124,7 @@ async def test_a_task_made_over_the_api_with_the_reference_takes_over_the_waits(
     assert await database.subscriptions.runs_with_news() == [(ann.thread_id, "echo")]
 
 
-async def test_unsubscribing_by_key_drops_the_wait_or_the_subscription(database: Database):
+async def test_unsubscribing_by_key_drops_the_wait_or_the_subscription(database: Database) -> None:
     ann = await conversation_run(database)
     await database.subscriptions.subscribe_by_key(ann.id, ITEM)
     assert await database.subscriptions.unsubscribe_by_key(ann.id, ITEM) == (None, True)

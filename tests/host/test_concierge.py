@@ -8,7 +8,7 @@ from core.model.tasks import Actor, TaskChange, TaskId, TaskStatus
 from tests.host.scene import role
 
 
-async def test_the_concierge_creates_a_task_watches_it_and_tells_of_its_status(make_scene):
+async def test_the_concierge_creates_a_task_watches_it_and_tells_of_its_status(make_scene) -> None:
     async with make_scene([role("concierge")]) as scene:
         thread = await scene.conversation("person:ann", "role:concierge")
         await scene.say(thread, "person:ann", "Create a task: order six blue chairs")

@@ -33,7 +33,7 @@ def flaky(failures: int) -> type[BuiltinAgent]:
     return Flaky
 
 
-async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene):
+async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene) -> None:
     agent = flaky(2)
     async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
         thread = await scene.conversation("person:ann", "role:flaky")
@@ -49,7 +49,9 @@ async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene
         assert await scene.notes(thread) == []
 
 
-async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_people(make_scene):
+async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_people(
+    make_scene,
+) -> None:
     agent = flaky(3)
     async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
         thread = await scene.conversation("person:ann", "role:flaky")
@@ -72,7 +74,7 @@ async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_peopl
         assert run.status is RunStatus.READY and run.failures == 0
 
 
-async def test_retries_back_off(make_scene):
+async def test_retries_back_off(make_scene) -> None:
     agent = flaky(3)
     limits = HostLimits(attempts=3, backoff=0.2)
     async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:
@@ -89,7 +91,7 @@ async def test_retries_back_off(make_scene):
         assert gaps[0] >= 0.2 and gaps[1] >= 0.4  # 0.2 s, then doubled
 
 
-async def test_a_turn_that_takes_too_long_times_out_and_fails(make_scene):
+async def test_a_turn_that_takes_too_long_times_out_and_fails(make_scene) -> None:
     slow = role("echo", turn_timeout=0.2, runtime={"delay_ms": 5000})
     async with make_scene([slow], limits=HostLimits(attempts=1)) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
@@ -115,7 +117,7 @@ class Stalling(BuiltinAgent):
             yield Reply(event.text or "")
 
 
-async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_scene):
+async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_scene) -> None:
     async with make_scene([role("staller", agent="stalling")], agents={"stalling": Stalling}) as s:
         thread = await s.conversation("person:ann", "role:staller")
         await s.say(thread, "person:ann", "stall")
@@ -140,7 +142,7 @@ async def _value(value: bool) -> bool:
     return value
 
 
-async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make_scene):
+async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make_scene) -> None:
     agent = flaky(3)
     limits = HostLimits(attempts=3, backoff=30)
     async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:

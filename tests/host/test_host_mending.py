@@ -53,7 +53,7 @@ class Mangler(BuiltinAgent):
         yield Reply("lone \ud800 surrogate and \x00 NUL")
 
 
-async def test_agent_output_is_mended_everywhere_the_host_commits_it(make_scene):
+async def test_agent_output_is_mended_everywhere_the_host_commits_it(make_scene) -> None:
     Mangler.prompts = 0
     async with make_scene([role("mangler")], agents={"mangler": Mangler}) as scene:
         drafts: list[Draft] = []
@@ -87,7 +87,7 @@ async def test_agent_output_is_mended_everywhere_the_host_commits_it(make_scene)
         assert (await scene.replies(thread, "role:mangler", 2))[-1] == "plain again"
 
 
-def test_nothing_to_mend_leaves_values_as_they_are_and_notes_nothing():
+def test_nothing_to_mend_leaves_values_as_they_are_and_notes_nothing() -> None:
     mending = Mending()
     text = "fine \u00e9\U0001f600"
     assert mending.text(text, "reply 1") is text

@@ -10,7 +10,7 @@ from core.model.runs.run import RunStatus, TurnCause, TurnOutcome
 from tests.host.scene import eventually, role
 
 
-async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene):
+async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         sent = [f"message {i}" for i in range(200)]
@@ -27,7 +27,7 @@ async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene):
         assert run.cursor == events[-1].seq  # it has looked at everything, its own replies too
 
 
-async def test_each_reply_follows_the_message_it_answers(make_scene):
+async def test_each_reply_follows_the_message_it_answers(make_scene) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         for text in ("one", "two", "three"):
@@ -38,7 +38,7 @@ async def test_each_reply_follows_the_message_it_answers(make_scene):
         assert texts == ["one", "one", "two", "two", "three", "three"]
 
 
-async def test_a_group_thread_answers_every_person(make_scene):
+async def test_a_group_thread_answers_every_person(make_scene) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "person:bob", "role:echo")
         await scene.say(thread, "person:ann", "from ann")
@@ -47,7 +47,7 @@ async def test_a_group_thread_answers_every_person(make_scene):
         assert await scene.replies(thread, "role:echo", 2) == ["from ann", "from bob"]
 
 
-async def test_the_role_does_not_answer_itself_or_another_role(make_scene):
+async def test_the_role_does_not_answer_itself_or_another_role(make_scene) -> None:
     async with make_scene([role("echo"), role("copy", agent="echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo", "role:copy")
         await scene.say(thread, "person:ann", "hi")
@@ -78,7 +78,7 @@ async def test_a_turn_without_a_reply_ends_in_a_notice_to_the_person(make_scene)
         assert turn.replies and turn.replies[0] == (await scene.events(thread))[-1].id
 
 
-async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene):
+async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene) -> None:
     async with make_scene([role("concierge")]) as scene:
         thread = await scene.conversation("person:ann", "role:concierge")
         await scene.say(thread, "person:ann", "remember the blue door")

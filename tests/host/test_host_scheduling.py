@@ -18,7 +18,7 @@ async def _reply_time(scene, thread, author: str, count: int) -> float:
     return time.monotonic()
 
 
-async def test_a_slow_turn_in_one_conversation_does_not_delay_another(make_scene):
+async def test_a_slow_turn_in_one_conversation_does_not_delay_another(make_scene) -> None:
     slow = role("echo", runtime={"delay_ms": 2000})
     async with make_scene([slow]) as scene:
         a = await scene.conversation("person:ann", "role:echo")
@@ -38,7 +38,7 @@ async def test_a_slow_turn_in_one_conversation_does_not_delay_another(make_scene
         assert b_done - a_done < 1.5
 
 
-async def test_a_role_without_concurrent_threads_takes_one_turn_at_a_time(make_scene):
+async def test_a_role_without_concurrent_threads_takes_one_turn_at_a_time(make_scene) -> None:
     serial = role("echo", concurrent_threads=False, runtime={"delay_ms": 1000})
     async with make_scene([serial]) as scene:
         a = await scene.conversation("person:ann", "role:echo")

@@ -27,7 +27,7 @@ class Counter(BuiltinAgent):
         yield Reply(f"turn {self.state['turns']} of this session")
 
 
-async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene):
+async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene) -> None:
     counter = role("counter", idle_sleep_after=0.2)
     async with make_scene([counter], agents={"counter": Counter}) as scene:
         thread = await scene.conversation("person:ann", "role:counter")
@@ -91,7 +91,7 @@ async def test_start_fresh_opens_a_session_whose_opening_prompt_has_the_recent_m
         assert len([e for e in everything if isinstance(e, Message)]) == 6
 
 
-async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(make_scene):
+async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(make_scene) -> None:
     async with make_scene([role("echo")], start=False) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         await scene.say(thread, "person:ann", "anyone?")
@@ -100,7 +100,7 @@ async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(make
         assert await scene.replies(thread, "role:echo", 1) == ["anyone?"]
 
 
-async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene):
+async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         await scene.say(thread, "person:ann", "first")
@@ -120,7 +120,7 @@ async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene):
 
 async def test_the_concierge_remembers_across_a_fresh_session_but_not_across_conversations(
     make_scene,
-):
+) -> None:
     async with make_scene([role("concierge")]) as scene:
         ann = await scene.conversation("person:ann", "role:concierge")
         bob = await scene.conversation("person:bob", "role:concierge")

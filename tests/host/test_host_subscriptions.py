@@ -53,7 +53,7 @@ async def _watching(scene, person: str, title: str = "Order chairs"):
     return thread, run, task
 
 
-async def test_a_change_by_a_person_wakes_the_subscribed_conversation(make_scene):
+async def test_a_change_by_a_person_wakes_the_subscribed_conversation(make_scene) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, run, task = await _watching(scene, "person:ann")
@@ -72,7 +72,7 @@ async def test_a_change_by_a_person_wakes_the_subscribed_conversation(make_scene
         assert told == ["updated", "commented"]
 
 
-async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(make_scene):
+async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(make_scene) -> None:
     agent = watcher(quiet=True)
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, run, task = await _watching(scene, "person:ann")
@@ -87,7 +87,7 @@ async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(make_sc
 
 async def test_a_change_by_the_run_itself_does_not_wake_it_but_one_by_its_role_elsewhere_does(
     make_scene,
-):
+) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, run, task = await _watching(scene, "person:ann")
@@ -107,7 +107,7 @@ async def test_a_change_by_the_run_itself_does_not_wake_it_but_one_by_its_role_e
         assert [e["changes"]["status"]["to"] for e in digest["events"]] == ["done"]
 
 
-async def test_task_news_left_from_before_a_restart_is_delivered_on_start(make_scene):
+async def test_task_news_left_from_before_a_restart_is_delivered_on_start(make_scene) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, _, task = await _watching(scene, "person:ann")

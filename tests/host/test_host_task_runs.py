@@ -101,7 +101,7 @@ def _kinds(prompt) -> list[str]:
     return [e["kind"] for task in prompt.get("tasks", []) for e in task["events"]]
 
 
-async def test_a_task_assigned_while_no_host_ran_is_worked_on_when_one_starts(make_scene):
+async def test_a_task_assigned_while_no_host_ran_is_worked_on_when_one_starts(make_scene) -> None:
     agent = type("W", (Worker,), {"prompts": []})
     async with make_scene([role("worker", agent="w")], agents={"w": agent}, start=False) as scene:
         task, _ = await scene.db.tasks.create(title="Restock", body="", assignee="worker",

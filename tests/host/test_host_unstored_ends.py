@@ -85,7 +85,7 @@ def refused_first(turns: int) -> type[BuiltinAgent]:
 
 async def test_a_turn_end_refused_once_is_taken_again_and_the_person_gets_the_answer(
     make_scene, refusing, caplog: pytest.LogCaptureFixture
-):
+) -> None:
     agent = refused_first(1)
     async with make_scene([role("echoer")], agents={"echoer": agent}) as scene:
         thread = await scene.conversation("person:ann", "role:echoer")
@@ -105,7 +105,7 @@ async def test_a_turn_end_refused_once_is_taken_again_and_the_person_gets_the_an
 
 async def test_a_turn_end_refused_every_time_is_stored_as_failed_and_the_people_are_told(
     make_scene, refusing
-):
+) -> None:
     agent = refused_first(1_000)
     limits = HostLimits(attempts=3, backoff=0.01)
     async with make_scene([role("echoer")], agents={"echoer": agent}, limits=limits) as scene:

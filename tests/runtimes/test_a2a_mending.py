@@ -16,7 +16,7 @@ __all__ = ["settings"]  # the fixture, used by name
 
 
 @pytest.mark.parametrize("streaming", [True, False])
-async def test_an_answer_holding_a_nul_is_mended_and_noted(settings, streaming):
+async def test_an_answer_holding_a_nul_is_mended_and_noted(settings, streaming) -> None:
     async with (
         serve_agent(streaming=streaming) as agent,
         gateway(settings, remote(agent.card_url)) as api,

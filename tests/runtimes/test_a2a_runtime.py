@@ -120,7 +120,9 @@ def the_context(agent: RunningAgent) -> str:
     [(True, False), (False, False), (True, True), (False, True)],
     ids=["stream", "send", "stream-a2a-0.3", "send-a2a-0.3"],
 )
-async def test_each_turn_is_a_message_in_the_conversations_context(settings, streaming, legacy):
+async def test_each_turn_is_a_message_in_the_conversations_context(
+    settings, streaming, legacy
+) -> None:
     async with (
         serve_agent(streaming=streaming, legacy=legacy) as agent,
         gateway(settings, remote(agent.card_url)) as api,
@@ -153,7 +155,7 @@ async def test_each_turn_is_a_message_in_the_conversations_context(settings, str
         assert agent.headers and all(h["authorization"] == "Bearer t" for h in agent.headers)
 
 
-async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(settings):
+async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(settings) -> None:
     async with serve_agent() as agent:
         async with gateway(settings, remote(agent.card_url)) as api:
             thread = await api.thread(ANN, "role:remote")
@@ -168,7 +170,7 @@ async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(setti
             assert agent.executor.turns == {context: 2}
 
 
-async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(settings):
+async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(settings) -> None:
     async with (
         serve_agent(streaming=True) as agent,
         gateway(settings, remote(agent.card_url)) as api,
@@ -187,7 +189,7 @@ async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(sett
         assert [e["text"] for e in page["events"] if e.get("author") == "role:remote"] == [reply]
 
 
-async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings):
+async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "hello")
@@ -216,7 +218,7 @@ async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings):
         assert (await run_of(api, thread["id"]))["status"] == "ready"
 
 
-async def test_cancel_reaches_the_agent(settings):
+async def test_cancel_reaches_the_agent(settings) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "hello")
@@ -241,7 +243,7 @@ async def test_cancel_reaches_the_agent(settings):
         assert (await replies(api, thread["id"], 2))[1] == f"turn 3 in context {context}"
 
 
-async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(settings):
+async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(settings) -> None:
     async with (
         serve_agent() as agent,
         gateway(settings, remote(agent.card_url, turn_timeout=1)) as api,
@@ -260,7 +262,7 @@ async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(sett
         assert len(set(agent.executor.cancelled)) == 2
 
 
-async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(settings):
+async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(settings) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "never mind")
@@ -276,7 +278,7 @@ async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(s
 
 async def test_a_question_from_the_agent_is_the_reply_and_the_answer_continues_its_task(
     settings,
-):
+) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "which one?")
@@ -295,7 +297,9 @@ async def test_a_question_from_the_agent_is_the_reply_and_the_answer_continues_i
         assert (await replies(api, thread["id"], 3))[2].startswith("turn 3 in context ")
 
 
-async def test_a_task_the_agent_has_forgotten_gives_way_to_a_new_one_in_the_context(settings):
+async def test_a_task_the_agent_has_forgotten_gives_way_to_a_new_one_in_the_context(
+    settings,
+) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "which one?")
@@ -312,7 +316,7 @@ async def test_a_task_the_agent_has_forgotten_gives_way_to_a_new_one_in_the_cont
         assert any("cannot go on" in s["text"] for s in turn["steps"] if s["kind"] == "status")
 
 
-async def test_an_api_key_goes_in_the_header_the_manifest_names(settings):
+async def test_an_api_key_goes_in_the_header_the_manifest_names(settings) -> None:
     async with (
         serve_agent(header="X-Api-Key", value=SECRET) as agent,
         gateway(settings, remote(agent.card_url, kind="api_key", header="X-Api-Key")) as api,
@@ -325,7 +329,7 @@ async def test_an_api_key_goes_in_the_header_the_manifest_names(settings):
         assert not any("authorization" in h for h in agent.headers)
 
 
-async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(settings):
+async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(settings) -> None:
     async with (
         serve_agent(value="Bearer something-else") as agent,
         gateway(settings, remote(agent.card_url), {"A2A_TOKEN": "wrong-secret-1234"}) as api,
@@ -341,7 +345,7 @@ async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(set
         assert "wrong-secret-1234" not in everything
 
 
-def test_a_role_whose_credential_setting_is_not_set_cannot_be_served(settings):
+def test_a_role_whose_credential_setting_is_not_set_cannot_be_served(settings) -> None:
     role = remote("http://127.0.0.1:9/.well-known/agent-card.json")
     with pytest.raises(ManifestError, match=r"runtime\.auth\.token: the setting A2A_TOKEN"):
         build_app(settings, api_token=TOKEN, roles={"remote": role}, secrets={})
@@ -350,7 +354,7 @@ def test_a_role_whose_credential_setting_is_not_set_cannot_be_served(settings):
 # --- the pure parts: what the agent is told, and how a stream is read ----------------------
 
 
-def test_an_opening_prompt_carries_the_conversation_so_far_and_the_news():
+def test_an_opening_prompt_carries_the_conversation_so_far_and_the_news() -> None:
     when = datetime.fromisoformat("2026-01-01T00:00:00+00:00")
     recent = [
         PromptEvent(kind="message", id="a", seq=1, at=when, author=ANN, text="hi"),

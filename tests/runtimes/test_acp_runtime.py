@@ -191,7 +191,9 @@ def fake(**options: Any) -> Callable[[Path], Role]:
 # --- a conversation with an agent process ---------------------------------------------------
 
 
-async def test_a_persons_message_reaches_the_agent_which_answers_over_mcp(tmp_path, monkeypatch):
+async def test_a_persons_message_reaches_the_agent_which_answers_over_mcp(
+    tmp_path, monkeypatch
+) -> None:
     monkeypatch.setenv("FAKE_ACP_GATEWAY_ONLY", "not for agents")
     async with serving(tmp_path, fake(args=("--load",))) as scene:
         thread = await scene.conversation("person:ann", "fake")
@@ -247,7 +249,7 @@ async def test_a_persons_message_reaches_the_agent_which_answers_over_mcp(tmp_pa
         assert told["said"] == "and my desk is 4B"
 
 
-async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path):
+async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path) -> None:
     async with serving(tmp_path, fake()) as scene:
         drafts: list[Draft] = []
         scene.app[HOST_KEY].watch_drafts(drafts.append)
@@ -264,7 +266,7 @@ async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path):
 
 async def test_a_turns_tool_calls_are_cut_at_the_roles_budget_and_the_next_turn_has_its_own(
     tmp_path,
-):
+) -> None:
     async with serving(tmp_path, fake(max_tool_calls_per_turn=3)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "loop 5")
@@ -291,7 +293,7 @@ async def test_a_turns_tool_calls_are_cut_at_the_roles_budget_and_the_next_turn_
 # --- idle sleep and wake --------------------------------------------------------------------
 
 
-async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_session(tmp_path):
+async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_session(tmp_path) -> None:
     async with serving(tmp_path, fake(args=("--load",), idle_sleep_after=0.2)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "my locker is 42")
@@ -322,7 +324,9 @@ async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_sessio
         assert run.session.state == {"agent_session": opened["session_id"]}
 
 
-async def test_an_agent_that_cannot_load_gets_a_new_session_with_an_opening_prompt(tmp_path):
+async def test_an_agent_that_cannot_load_gets_a_new_session_with_an_opening_prompt(
+    tmp_path,
+) -> None:
     async with serving(tmp_path, fake(idle_sleep_after=0.2)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "my locker is 42")
@@ -357,7 +361,7 @@ async def test_an_agent_that_cannot_load_gets_a_new_session_with_an_opening_prom
         assert run.session.state == {"agent_session": second_session}
 
 
-async def test_a_role_runs_at_most_max_processes_agents_at_once(tmp_path):
+async def test_a_role_runs_at_most_max_processes_agents_at_once(tmp_path) -> None:
     role = fake(max_processes=1, idle_sleep_after=0.3)
     async with serving(tmp_path, role) as scene:
         ann = await scene.conversation("person:ann", "fake")
@@ -395,7 +399,7 @@ async def _alive(pid: int) -> bool:
     return alive(pid)
 
 
-async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_path):
+async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "crash")
@@ -411,7 +415,7 @@ async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_pat
         assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_path):
+async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_path) -> None:
     async with serving(tmp_path, fake(turn_timeout=1.5)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "hang")
@@ -420,7 +424,7 @@ async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_pa
             assert attempt["error"] == "the turn took longer than the role's turn_timeout"
 
 
-async def test_garbage_on_stdout_stops_the_agent(tmp_path):
+async def test_garbage_on_stdout_stops_the_agent(tmp_path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "garbage")
@@ -444,7 +448,7 @@ async def test_a_line_longer_than_the_cap_stops_the_agent(tmp_path):
 # --- control and permissions ----------------------------------------------------------------
 
 
-async def test_cancel_reaches_the_agent(tmp_path):
+async def test_cancel_reaches_the_agent(tmp_path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "wait")
@@ -461,7 +465,7 @@ async def test_cancel_reaches_the_agent(tmp_path):
         assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path):
+async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path) -> None:
     roles = (
         fake(name="open", permissions="allow"),
         fake(name="shut", permissions="deny"),
@@ -486,7 +490,7 @@ async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path):
             assert step["text"] == f"{tool}: {verdict} by the role's permissions"
 
 
-async def test_a_role_whose_command_or_secret_is_missing_does_not_start(tmp_path):
+async def test_a_role_whose_command_or_secret_is_missing_does_not_start(tmp_path) -> None:
     settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
     journal = tmp_path / "journal.jsonl"
     missing_command = acp_role("fake", journal).model_copy(
@@ -516,7 +520,7 @@ def _message(seq: int, author: str, text: str) -> PromptEvent:
     return PromptEvent(kind="message", id=f"e{seq}", seq=seq, at=AT, author=author, text=text)
 
 
-def test_an_opening_prompt_says_who_how_and_what_came_before_a_later_one_only_the_news():
+def test_an_opening_prompt_says_who_how_and_what_came_before_a_later_one_only_the_news() -> None:
     news = [_message(3, "person:ann", "and now?")]
     opening = Prompt(
         role="fake",
@@ -544,7 +548,7 @@ def test_an_opening_prompt_says_who_how_and_what_came_before_a_later_one_only_th
     )
 
 
-def test_the_permission_policy():
+def test_the_permission_policy() -> None:
     bash = Asked(
         kind="execute", title="Run ls", names=names_in({"claudeCode": {"toolName": "Bash"}})
     )
@@ -568,7 +572,7 @@ def _chunk(text: str, message_id: str | None = None) -> AgentMessageChunk:
     )
 
 
-def test_what_a_prompts_updates_amount_to():
+def test_what_a_prompts_updates_amount_to() -> None:
     log = TurnLog()
     thought = AgentThoughtChunk(
         session_update="agent_thought_chunk", content=TextContentBlock(type="text", text="hmm")
@@ -612,7 +616,7 @@ def test_what_a_prompts_updates_amount_to():
     ]
 
 
-def test_a_reply_longer_than_a_message_fails_the_turn():
+def test_a_reply_longer_than_a_message_fails_the_turn() -> None:
     log = TurnLog(max_reply=10)
     log.take(_chunk("0123456789"))
     with pytest.raises(AgentError, match="reply grew past 10 characters"):

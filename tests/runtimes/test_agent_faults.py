@@ -20,7 +20,7 @@ async def _next_turn_answers(scene: Scene, thread: str, number: int) -> None:
     assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path):
+async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path) -> None:
     async with serving(tmp_path, fake(turn_timeout=4.0)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "hang")
@@ -29,7 +29,9 @@ async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path):
         await _next_turn_answers(scene, thread, 2)
 
 
-async def test_an_agent_that_floods_its_reply_fails_cleanly_and_the_next_turn_works(tmp_path):
+async def test_an_agent_that_floods_its_reply_fails_cleanly_and_the_next_turn_works(
+    tmp_path,
+) -> None:
     """Ten thousand reply chunks at once (60,000 characters, past the most a message holds):
     the attempt fails saying so, the process is stopped, nothing is posted."""
     async with serving(tmp_path, fake()) as scene:
@@ -41,7 +43,7 @@ async def test_an_agent_that_floods_its_reply_fails_cleanly_and_the_next_turn_wo
         await _next_turn_answers(scene, thread, 2)
 
 
-async def test_an_agent_that_floods_its_stderr_still_answers(tmp_path):
+async def test_an_agent_that_floods_its_stderr_still_answers(tmp_path) -> None:
     """Two megabytes on stderr (a pipe holds 64 KiB): read as it comes, so the agent is never
     blocked on it, and the turn answers."""
     async with serving(tmp_path, fake()) as scene:
@@ -58,7 +60,7 @@ def _mended(turn: dict[str, Any]) -> str:
     return text
 
 
-async def test_agent_output_with_values_storage_cannot_hold_is_mended_and_noted(tmp_path):
+async def test_agent_output_with_values_storage_cannot_hold_is_mended_and_noted(tmp_path) -> None:
     """Lone surrogates, a NUL and an infinite number in the agent's reply, thought and tool
     call: the reply is posted mended (U+FFFD, the NUL dropped), the transcript holds the mended
     steps and a note of what was mended, and the turn is a reply, not a failure."""

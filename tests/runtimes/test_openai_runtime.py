@@ -160,7 +160,7 @@ async def test_the_model_stores_then_recalls_then_answers_through_the_gateway(fa
     assert "Ann likes tea" in third.messages[-1]["content"]
 
 
-def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path):
+def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path) -> None:
     settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
     role = Role(
         name="model",
@@ -176,7 +176,7 @@ def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path):
 # --- through the run host -----------------------------------------------------------------------
 
 
-async def test_history_carries_across_turns_and_after_idle_sleep(fake, database_url):
+async def test_history_carries_across_turns_and_after_idle_sleep(fake, database_url) -> None:
     fake.script(say("Hello, Ann."), say("You said hello first."))
     role = model_role(fake, idle_sleep_after=0.2, runtime={"stream": False, "temperature": 0.3})
     async with hosted(database_url, role) as scene:
@@ -209,7 +209,7 @@ async def _asleep(scene: Scene, run_id: str) -> bool:
     return not scene.host.is_awake(run_id)
 
 
-async def test_a_fresh_session_opens_with_the_recent_conversation(fake, database_url):
+async def test_a_fresh_session_opens_with_the_recent_conversation(fake, database_url) -> None:
     fake.script(say("Hi."), say("A fresh start."))
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")
@@ -227,7 +227,7 @@ async def test_a_fresh_session_opens_with_the_recent_conversation(fake, database
     assert told[-1][0] == "user" and told[-1][1].endswith("two")
 
 
-async def test_streaming_sends_the_reply_in_pieces_then_whole(fake, database_url):
+async def test_streaming_sends_the_reply_in_pieces_then_whole(fake, database_url) -> None:
     fake.script(say("Hello there, Ann."))
     async with hosted(database_url, model_role(fake)) as scene:
         drafts: list[Draft] = []
@@ -246,7 +246,9 @@ async def test_streaming_sends_the_reply_in_pieces_then_whole(fake, database_url
     ]
 
 
-async def test_a_tool_call_loop_is_cut_at_its_bound_and_ends_with_what_was_said(fake, database_url):
+async def test_a_tool_call_loop_is_cut_at_its_bound_and_ends_with_what_was_said(
+    fake, database_url
+) -> None:
     fake.script(call("recall", {}, text="Let me look."))
     fake.always(call("recall", {"query": "more"}))
     role = model_role(fake, runtime={"max_tool_calls": 2})
@@ -267,7 +269,7 @@ async def test_a_tool_call_loop_is_cut_at_its_bound_and_ends_with_what_was_said(
     assert last["role"] == "tool" and "not run" in last["content"]
 
 
-async def test_a_tool_call_loop_that_never_answers_fails_the_turn(fake, database_url):
+async def test_a_tool_call_loop_that_never_answers_fails_the_turn(fake, database_url) -> None:
     fake.always(call("recall", {}))
     role = model_role(fake, runtime={"max_tool_calls": 1, "stream": False})
     async with hosted(database_url, role, limits=HostLimits(backoff=0.01, attempts=2)) as scene:
@@ -285,7 +287,7 @@ async def test_a_tool_call_loop_that_never_answers_fails_the_turn(fake, database
     assert len(fake.requests) == 4  # two per attempt
 
 
-async def test_bad_tool_calls_go_back_to_the_model_as_errors(fake, database_url):
+async def test_bad_tool_calls_go_back_to_the_model_as_errors(fake, database_url) -> None:
     fake.script(
         calls(("recall", "{not json"), ("no_such_tool", {}), ("store", {"payload": "text"})),
         say("Sorry, my calls were wrong."),
@@ -308,7 +310,7 @@ async def test_bad_tool_calls_go_back_to_the_model_as_errors(fake, database_url)
 
 async def test_a_refused_key_fails_the_turn_with_a_clear_error_that_never_shows_the_key(
     fake, database_url, caplog
-):
+) -> None:
     caplog.set_level(logging.DEBUG)
     fake.always(fail(401, {"message": f"Incorrect API key provided: {KEY}"}))
     limits = HostLimits(backoff=0.01, attempts=2)
@@ -329,7 +331,7 @@ async def test_a_refused_key_fails_the_turn_with_a_clear_error_that_never_shows_
     assert fake.requests[0].headers["Authorization"] == f"Bearer {KEY}"  # sent, as the bearer
 
 
-async def test_a_short_retry_after_is_waited_out_within_the_attempt(fake, database_url):
+async def test_a_short_retry_after_is_waited_out_within_the_attempt(fake, database_url) -> None:
     fake.script(fail(429, {"message": "slow down"}, {"Retry-After": "0"}), say("Here now."))
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")
@@ -342,7 +344,7 @@ async def test_a_short_retry_after_is_waited_out_within_the_attempt(fake, databa
     assert len(fake.requests) == 2
 
 
-async def test_cancel_stops_the_request_in_flight(fake, database_url):
+async def test_cancel_stops_the_request_in_flight(fake, database_url) -> None:
     fake.script(hang())
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")
@@ -369,7 +371,7 @@ def _exchange(number: int, size: int = 10) -> list[dict[str, Any]]:
     ]
 
 
-def test_the_history_drops_its_oldest_whole_exchanges():
+def test_the_history_drops_its_oldest_whole_exchanges() -> None:
     history = [m for n in range(5) for m in _exchange(n)]
 
     kept = bounded(history, HistoryLimits(max_messages=10, max_bytes=100_000))
@@ -383,7 +385,7 @@ def test_the_history_drops_its_oldest_whole_exchanges():
     assert bounded(huge, HistoryLimits(max_messages=2, max_bytes=1_000)) == huge  # the newest
 
 
-def test_stream_shapes_of_other_servers_are_assembled():
+def test_stream_shapes_of_other_servers_are_assembled() -> None:
     decoder = SseDecoder()
     lines = [": ping", 'data:{"a":', "data: 1}", "", "event: x", "data: [DONE]", ""]
     assert [d for line in lines if (d := decoder.line(line)) is not None] == [

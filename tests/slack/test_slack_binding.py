@@ -18,7 +18,7 @@ async def _posted(fake: FakeSlack, text: str, within: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_what_was_said_before_a_link_is_not_posted_to_the_dm(tmp_path, fake_slack):
+async def test_what_was_said_before_a_link_is_not_posted_to_the_dm(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         fake_slack.fail("chat.postMessage", "internal_error", times=None)  # the worker stalls
         status, _ = await gw.post_event(fake_slack.user_message(ALICE, "hello"))

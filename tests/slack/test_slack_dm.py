@@ -23,7 +23,7 @@ async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict
     return [e for e in page["events"] if e["kind"] in ("message", "retraction")]
 
 
-async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(tmp_path, fake_slack):
+async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "hello echo")
         status, _ = await gw.post_event(said)
@@ -44,7 +44,9 @@ async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(tmp_path, 
         assert len(fake_slack.calls("chat.postMessage")) == 1
 
 
-async def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(tmp_path, fake_slack):
+async def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(
+    tmp_path, fake_slack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         status, _ = await gw.post_event(fake_slack.user_message(ALICE, "forged"), secret="wrong")
         assert status == 401
@@ -54,7 +56,7 @@ async def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(tmp_pat
         assert status == 200 and challenge["challenge"] in body
 
 
-async def test_edits_and_deletions_are_recorded(tmp_path, fake_slack):
+async def test_edits_and_deletions_are_recorded(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "helo")
         await gw.post_event(said)
@@ -79,7 +81,7 @@ async def _retracted(gw: SlackGateway, message_id: str) -> bool:
     return any(e["kind"] == "retraction" and e["target"] == message_id for e in await _timeline(gw))
 
 
-async def test_bots_and_our_own_echoes_are_ignored(tmp_path, fake_slack):
+async def test_bots_and_our_own_echoes_are_ignored(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "one")
         await gw.post_event(said)
@@ -92,7 +94,7 @@ async def test_bots_and_our_own_echoes_are_ignored(tmp_path, fake_slack):
         assert len(await _timeline(gw)) == 2
 
 
-async def test_the_widget_and_slack_are_one_conversation_after_a_link(tmp_path, fake_slack):
+async def test_the_widget_and_slack_are_one_conversation_after_a_link(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         widget = gw.widget()
         await widget.start()
@@ -119,7 +121,7 @@ async def _widget_has(widget, text: str) -> bool:  # type: ignore[no-untyped-def
     return sum(e.get("text") == text for e in events) == 2  # the message and echo's reply
 
 
-async def test_a_retraction_deletes_the_post(tmp_path, fake_slack):
+async def test_a_retraction_deletes_the_post(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "to be retracted")
         await gw.post_event(said)
@@ -138,7 +140,7 @@ async def test_a_retraction_deletes_the_post(tmp_path, fake_slack):
 
 async def test_a_rate_limited_post_is_retried_after_retry_after_and_posted_once(
     tmp_path, fake_slack
-):
+) -> None:
     fake_slack.rate_limit("chat.postMessage", times=1, retry_after=1)
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "patience"))
@@ -149,7 +151,7 @@ async def test_a_rate_limited_post_is_retried_after_retry_after_and_posted_once(
         assert len(fake_slack.calls("chat.postMessage", ok=True)) == 1
 
 
-async def test_a_post_that_timed_out_is_not_posted_twice(tmp_path, fake_slack):
+async def test_a_post_that_timed_out_is_not_posted_twice(tmp_path, fake_slack) -> None:
     fake_slack.delay("chat.postMessage", 12, times=1)  # longer than the client waits
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "slow slack")
@@ -160,7 +162,7 @@ async def test_a_post_that_timed_out_is_not_posted_twice(tmp_path, fake_slack):
         assert [m["text"] for m in posted] == ["slow slack"]
 
 
-async def test_a_restart_between_commit_and_post_posts_exactly_once(tmp_path, fake_slack):
+async def test_a_restart_between_commit_and_post_posts_exactly_once(tmp_path, fake_slack) -> None:
     fake_slack.fail("chat.postMessage", "internal_error", times=None)  # Slack is down
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "survive this"))
@@ -180,7 +182,7 @@ async def _has_reply(gw: SlackGateway) -> bool:
     return any(e["author"] == "role:echo" for e in await _timeline(gw))
 
 
-async def test_help_and_new_are_commands(tmp_path, fake_slack):
+async def test_help_and_new_are_commands(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "hello"))
         await fake_slack.wait_for("chat.postMessage")
@@ -194,7 +196,7 @@ async def test_help_and_new_are_commands(tmp_path, fake_slack):
         assert "help" not in texts and "new" not in texts
 
 
-async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeSlack):
+async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack, mode="socket") as gw:
         await fake_slack.wait_for_socket()
         envelope = await fake_slack.socket_send_event(fake_slack.user_message(ALICE, "by socket"))
@@ -204,7 +206,9 @@ async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeS
         assert [e["text"] for e in await _timeline(gw)] == ["by socket", "by socket"]
 
 
-async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(tmp_path, fake_slack):
+async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(
+    tmp_path, fake_slack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         group = fake_slack.mpim_channel(ALICE, BOB)
         await gw.post_event(fake_slack.user_message(ALICE, "hello both", channel=group))
@@ -216,7 +220,7 @@ async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(tmp_path,
         assert members == {"person:alice", "person:bob", "role:echo"}
 
 
-async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fake_slack):
+async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack, delay_ms=1_500) as gw:
         said = fake_slack.user_message(ALICE, "are you there?")
         await gw.post_event(said)
@@ -227,7 +231,7 @@ async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fa
         assert calls[0].at < post.at
 
 
-async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack):
+async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "quick"))
         await fake_slack.wait_for("chat.postMessage")
@@ -235,7 +239,9 @@ async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack):
         assert fake_slack.calls("assistant.threads.setStatus") == []
 
 
-def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_path, monkeypatch):
+def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(
+    tmp_path, monkeypatch
+) -> None:
     from core.model.roles import ManifestError, Role
     from gateway.app import build_app
     from gateway.settings import Settings
@@ -265,7 +271,9 @@ def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(tmp_
     build_app(settings, api_token=TOKEN, roles={"echo": oauth})
 
 
-async def test_a_reply_written_word_by_word_streams_and_is_one_message(tmp_path, fake_slack):
+async def test_a_reply_written_word_by_word_streams_and_is_one_message(
+    tmp_path, fake_slack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack, stream=True) as gw:
         said = fake_slack.user_message(ALICE, "one two three")
         await gw.post_event(said)

@@ -27,7 +27,7 @@ def _replies(fake: FakeSlack) -> list[tuple[str, str | None]]:
     return [(c.args["text"], c.args.get("thread_ts")) for c in fake.calls("chat.postMessage")]
 
 
-async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, fake_slack):
+async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         first = await _say(gw, fake_slack, "first")
         await _say(gw, fake_slack, "in its thread", thread_ts=first)
@@ -41,7 +41,9 @@ async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, f
         ]
 
 
-async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(tmp_path, fake_slack):
+async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(
+    tmp_path, fake_slack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         widget = gw.widget()
         await widget.start()
@@ -60,7 +62,9 @@ async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(tmp_path
         assert _replies(fake_slack)[-1] == ("from slack", ts)
 
 
-async def test_a_restart_with_the_cursor_behind_a_posted_reply_posts_it_once(tmp_path, fake_slack):
+async def test_a_restart_with_the_cursor_behind_a_posted_reply_posts_it_once(
+    tmp_path, fake_slack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         first = await _say(gw, fake_slack, "posted before the restart")
         await asyncio.sleep(0.3)  # its ts recorded, the cursor moved past it
@@ -75,7 +79,7 @@ async def test_a_restart_with_the_cursor_behind_a_posted_reply_posts_it_once(tmp
         ]
 
 
-async def test_posts_to_one_dm_are_paced(tmp_path, fake_slack):
+async def test_posts_to_one_dm_are_paced(tmp_path, fake_slack) -> None:
     async with slack_gateway(tmp_path, fake_slack, pace=0.4) as gw:
         for text in ("one", "two", "three"):
             status, _ = await gw.post_event(fake_slack.user_message(ALICE, text))

@@ -46,12 +46,12 @@ def removed(seq: int, who: Address) -> StateChange:
     )
 
 
-def test_nothing_past_the_cursor_is_no_turn_and_no_move():
+def test_nothing_past_the_cursor_is_no_turn_and_no_move() -> None:
     plan = plan_turn([], role=ROLE, cursor=7)
     assert not plan.wakes and not plan.advance and plan.cursor_to == 7
 
 
-def test_a_persons_message_wakes_a_turn_with_everything_new_in_order():
+def test_a_persons_message_wakes_a_turn_with_everything_new_in_order() -> None:
     events: list[AnyEvent] = [said(3, ANN, "a"), removed(4, Address("person:bob")), said(5, ANN)]
     plan = plan_turn(events, role=ROLE, cursor=2)
     assert plan.wakes and not plan.advance  # the turn's end moves the cursor
@@ -60,23 +60,23 @@ def test_a_persons_message_wakes_a_turn_with_everything_new_in_order():
     assert (plan.cursor_from, plan.cursor_to) == (2, 5)
 
 
-def test_the_roles_own_messages_and_system_notes_are_not_news_the_cursor_moves_over_them():
+def test_the_roles_own_messages_and_system_notes_are_not_news_the_cursor_moves_over_them() -> None:
     plan = plan_turn([said(3, ROLE), note(4)], role=ROLE, cursor=2)
     assert not plan.wakes and plan.advance and plan.cursor_to == 4 and plan.news == []
 
 
-def test_news_that_does_not_wake_stays_past_the_cursor_for_the_next_turn():
+def test_news_that_does_not_wake_stays_past_the_cursor_for_the_next_turn() -> None:
     plan = plan_turn([removed(3, Address("person:bob"))], role=ROLE, cursor=2)
     assert not plan.wakes and not plan.advance
 
 
-def test_another_roles_message_or_a_retracted_message_wakes_nothing():
+def test_another_roles_message_or_a_retracted_message_wakes_nothing() -> None:
     other = said(3, Address("role:copy"))
     taken_back = said(4, ANN, retracted=True)
     assert not plan_turn([other, taken_back], role=ROLE, cursor=2).wakes
 
 
-def test_a_turn_that_began_with_a_message_always_ends_in_a_reply_or_a_notice():
+def test_a_turn_that_began_with_a_message_always_ends_in_a_reply_or_a_notice() -> None:
     replied = end_of_turn(TurnCause.MESSAGE, ["hi", "  "], display_name="Echo")
     assert replied.messages == ["hi"] and replied.notice is None
     assert replied.outcome is TurnOutcome.REPLIED
@@ -85,14 +85,14 @@ def test_a_turn_that_began_with_a_message_always_ends_in_a_reply_or_a_notice():
     assert silent.notice == "Echo did not answer this time. Send another message to try again."
 
 
-def test_a_turn_woken_only_by_news_says_nothing_unless_the_agent_does():
+def test_a_turn_woken_only_by_news_says_nothing_unless_the_agent_does() -> None:
     quiet = end_of_turn(TurnCause.NEWS, [], display_name="Echo")
     assert quiet.notice is None and quiet.messages == () and quiet.outcome is TurnOutcome.SILENT
     spoke = end_of_turn(TurnCause.NEWS, ["heads up"], display_name="Echo")
     assert spoke.messages == ["heads up"]
 
 
-def test_the_prompt_counts_pending_messages_and_opens_a_session_with_the_recent_ones():
+def test_the_prompt_counts_pending_messages_and_opens_a_session_with_the_recent_ones() -> None:
     retraction = Retraction(**_common(6), author=ANN, target=EventId("e3"), reason="oops")
     plan = plan_turn([said(3, ANN, "a"), said(4, ROLE), said(5, ANN, "b"), retraction],
                      role=ROLE, cursor=2)  # fmt: skip

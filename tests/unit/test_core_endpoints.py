@@ -44,7 +44,7 @@ ACTIVE = Standing(status=EndpointStatus.ACTIVE)
 
 @pytest.mark.parametrize("current", list(EndpointStatus))
 @pytest.mark.parametrize("wanted", list(EndpointStatus))
-def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted):
+def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted) -> None:
     if wanted in MOVES[current]:
         check_move(current, wanted)
     else:
@@ -56,7 +56,7 @@ def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted):
     "url",
     ["https://hooks.example.com/in", "http://example.com:8080/a?b=c", "http://[2001:db8::1]/x"],
 )
-def test_http_urls_with_a_host_are_taken(url):
+def test_http_urls_with_a_host_are_taken(url) -> None:
     assert parse_url(f"  {url} ") == url
 
 
@@ -73,13 +73,13 @@ def test_http_urls_with_a_host_are_taken(url):
         (42, "http"),
     ],
 )
-def test_other_urls_are_refused_saying_why(url, says):
+def test_other_urls_are_refused_saying_why(url, says) -> None:
     with pytest.raises(InvalidInput, match=says) as caught:
         parse_url(url)
     assert caught.value.code == "invalid_url"
 
 
-def test_kinds_default_to_all_and_must_be_known():
+def test_kinds_default_to_all_and_must_be_known() -> None:
     assert parse_kinds(None) == frozenset(KINDS)
     assert parse_kinds(["task", "Message"]) == {"task", "message"}
     for bad in ([], ["messages"], "message", [1]):
@@ -88,7 +88,7 @@ def test_kinds_default_to_all_and_must_be_known():
         assert caught.value.code == "invalid_kinds"
 
 
-def test_roles_are_names_or_role_addresses_and_threads_are_ids():
+def test_roles_are_names_or_role_addresses_and_threads_are_ids() -> None:
     assert parse_roles(["concierge", "role:Ops"]) == {"concierge", "ops"}
     assert parse_roles(None) == frozenset()
     for bad in (["person:ann"], ["bad name"], "ops"):
@@ -101,7 +101,7 @@ def test_roles_are_names_or_role_addresses_and_threads_are_ids():
         parse_threads(["../etc"])
 
 
-def test_positions_are_whole_numbers_and_replay_is_inclusive():
+def test_positions_are_whole_numbers_and_replay_is_inclusive() -> None:
     assert parse_position(None) is None
     assert parse_position(7) == 7
     for bad in (-1, True, 1.5, "3", 2**53):
@@ -115,7 +115,7 @@ def test_positions_are_whole_numbers_and_replay_is_inclusive():
         cursor_before(14, head=12)
 
 
-def test_a_secret_is_in_standard_webhooks_format_and_signs():
+def test_a_secret_is_in_standard_webhooks_format_and_signs() -> None:
     secret = new_secret(bytes(range(32)))
     assert secret.startswith("whsec_")
     assert base64.b64decode(secret.removeprefix("whsec_")) == bytes(range(32))
@@ -144,11 +144,11 @@ def test_a_secret_is_in_standard_webhooks_format_and_signs():
         ("2606:4700::1111", None),
     ],
 )
-def test_only_global_addresses_are_reachable(address, why):
+def test_only_global_addresses_are_reachable(address, why) -> None:
     assert refusal(address) == why
 
 
-def test_ip_literals_are_told_from_names():
+def test_ip_literals_are_told_from_names() -> None:
     assert ip_literal("127.0.0.1") == "127.0.0.1"
     assert ip_literal("[::1]") == "::1"
     assert ip_literal("::1") == "::1"
@@ -156,7 +156,7 @@ def test_ip_literals_are_told_from_names():
     assert ip_literal("example.com") is None
 
 
-def test_filters_match_kinds_threads_and_roles_all_together():
+def test_filters_match_kinds_threads_and_roles_all_together() -> None:
     everything = Filters()
     assert everything.wants_timeline and everything.wants_tasks and not everything.scoped
     assert everything.wants_timeline_event("message", "t1", frozenset())
@@ -187,7 +187,7 @@ def test_filters_match_kinds_threads_and_roles_all_together():
     assert not in_thread.wants_task_event(created_for)
 
 
-def test_the_payload_is_compact_json_with_the_events_time_and_data():
+def test_the_payload_is_compact_json_with_the_events_time_and_data() -> None:
     body = payload("timeline.message", NOW, {"id": "e1", "text": "héllo"})
     assert body == (
         '{"type":"timeline.message","timestamp":"2026-11-30T12:00:00.000000Z",'
@@ -196,7 +196,7 @@ def test_the_payload_is_compact_json_with_the_events_time_and_data():
     assert json.loads(body)["data"]["text"] == "héllo"
 
 
-def test_the_backoff_doubles_up_to_the_cap_with_bounded_jitter():
+def test_the_backoff_doubles_up_to_the_cap_with_bounded_jitter() -> None:
     middle = [POLICY.delay(n, 0.5) for n in range(1, 9)]
     assert middle == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
     assert POLICY.delay(3, 0.0) == pytest.approx(3.2)
@@ -205,7 +205,7 @@ def test_the_backoff_doubles_up_to_the_cap_with_bounded_jitter():
     assert POLICY.delay(10_000, 0.5) == 60.0
 
 
-def test_retry_after_reads_seconds_or_a_date_and_is_bounded():
+def test_retry_after_reads_seconds_or_a_date_and_is_bounded() -> None:
     assert retry_after("3", NOW) == 3.0
     assert retry_after(None, NOW) is None
     assert retry_after("soon", NOW) is None
@@ -214,13 +214,13 @@ def test_retry_after_reads_seconds_or_a_date_and_is_bounded():
     assert retry_after("99999", NOW) == 3600.0
 
 
-def test_a_delivery_clears_failures():
+def test_a_delivery_clears_failures() -> None:
     failing = Standing(status=EndpointStatus.ACTIVE, failures=3, reason="x", next_attempt_at=NOW)
     after = after_attempt(failing, Attempt(status=204), now=NOW, policy=POLICY, jitter=0.5)
     assert after == ACTIVE
 
 
-def test_failures_back_off_then_park_with_the_reason():
+def test_failures_back_off_then_park_with_the_reason() -> None:
     standing = ACTIVE
     waits = []
     for _ in range(3):
@@ -241,7 +241,7 @@ def test_failures_back_off_then_park_with_the_reason():
     assert replayed(parked) == ACTIVE
 
 
-def test_retry_after_is_honoured_and_410_disables():
+def test_retry_after_is_honoured_and_410_disables() -> None:
     limited = after_attempt(
         ACTIVE, Attempt(status=429, retry_after=7.0), now=NOW, policy=POLICY, jitter=0.5
     )

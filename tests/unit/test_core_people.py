@@ -45,7 +45,7 @@ def _person(slug: str = "ann", *, active: bool = True, merged_into: str | None =
 # --- identities ---------------------------------------------------------------------------------
 
 
-def test_an_identity_lower_cases_channel_and_scope_and_keeps_the_user_id_as_given():
+def test_an_identity_lower_cases_channel_and_scope_and_keeps_the_user_id_as_given() -> None:
     identity = parse_identity("  WEB:Example.COM:User-42 ")
     assert identity.channel is Channel.WEB
     assert identity.scope == "example.com"
@@ -55,7 +55,7 @@ def test_an_identity_lower_cases_channel_and_scope_and_keeps_the_user_id_as_give
     assert str(slack) == "slack:t0123abc:U0456DEF"
 
 
-def test_a_user_id_may_hold_colons_and_symbols():
+def test_a_user_id_may_hold_colons_and_symbols() -> None:
     assert parse_identity("web:acme:auth0|abc:def").user == "auth0|abc:def"
 
 
@@ -79,14 +79,14 @@ def test_a_user_id_may_hold_colons_and_symbols():
         None,
     ],
 )
-def test_bad_identities_are_refused_with_a_clear_error(raw):
+def test_bad_identities_are_refused_with_a_clear_error(raw) -> None:
     with pytest.raises(InvalidInput) as caught:
         parse_identity(raw)
     assert caught.value.code == "invalid_identity"
     assert caught.value.message
 
 
-def test_the_longest_user_id_is_accepted():
+def test_the_longest_user_id_is_accepted() -> None:
     assert len(parse_identity("web:acme:" + "x" * 200).user) == 200
 
 
@@ -105,13 +105,13 @@ def test_the_longest_user_id_is_accepted():
         ("x" * 100, "x" * 48),
     ],
 )
-def test_a_slug_is_derived_from_a_display_name(name, slug):
+def test_a_slug_is_derived_from_a_display_name(name, slug) -> None:
     derived = derive_slug(name)
     assert derived == slug
     assert parse_address(f"person:{derived}") == f"person:{derived}"
 
 
-def test_slug_candidates_add_a_number_and_stay_within_the_limit():
+def test_slug_candidates_add_a_number_and_stay_within_the_limit() -> None:
     assert list(itertools.islice(slug_candidates("alice"), 3)) == ["alice", "alice-2", "alice-3"]
     long = "a" * 60 + "-bcd"
     for candidate in itertools.islice(slug_candidates(long), 12):
@@ -120,7 +120,7 @@ def test_slug_candidates_add_a_number_and_stay_within_the_limit():
     assert list(itertools.islice(slug_candidates(long), 12))[-1].endswith("-12")
 
 
-def test_a_slug_is_taken_bare_or_as_an_address_and_checked():
+def test_a_slug_is_taken_bare_or_as_an_address_and_checked() -> None:
     assert parse_slug(" Person:Alice ") == "alice"
     assert parse_slug("bob.smith_2") == "bob.smith_2"
     for bad in ("", "-x", "a b", "x/y", "a" * 65, 7):
@@ -129,7 +129,7 @@ def test_a_slug_is_taken_bare_or_as_an_address_and_checked():
         assert caught.value.code == "invalid_slug"
 
 
-def test_display_names_and_emails_are_checked():
+def test_display_names_and_emails_are_checked() -> None:
     assert check_display_name("  Ann Lee ") == "Ann Lee"
     for bad in ("", "   ", None, 3, "bell\x07"):
         with pytest.raises(InvalidInput):
@@ -143,7 +143,7 @@ def test_display_names_and_emails_are_checked():
             check_email(bad)
 
 
-def test_a_person_reads_as_active_deactivated_or_merged():
+def test_a_person_reads_as_active_deactivated_or_merged() -> None:
     assert _person().state == "active"
     assert _person(active=False).state == "deactivated"
     merged = _person(active=False, merged_into="bob")
@@ -152,7 +152,7 @@ def test_a_person_reads_as_active_deactivated_or_merged():
     assert merged.to_json()["address"] == "person:ann"
 
 
-def test_only_an_active_unmerged_person_gets_identities_and_codes():
+def test_only_an_active_unmerged_person_gets_identities_and_codes() -> None:
     check_can_link_to(_person())
     with pytest.raises(Conflict) as caught:
         check_can_link_to(_person(active=False))
@@ -165,7 +165,7 @@ def test_only_an_active_unmerged_person_gets_identities_and_codes():
         check_reactivation(_person(active=False, merged_into="bob"))
 
 
-def test_a_deactivated_persons_identity_is_not_moved_by_a_code():
+def test_a_deactivated_persons_identity_is_not_moved_by_a_code() -> None:
     check_identity_movable(_person("a"), _person("b"))
     check_identity_movable(_person("b", active=False), _person("b", active=False))
     with pytest.raises(Conflict) as caught:
@@ -176,7 +176,7 @@ def test_a_deactivated_persons_identity_is_not_moved_by_a_code():
 # --- link codes ---------------------------------------------------------------------------------
 
 
-def test_a_link_code_is_eight_unambiguous_characters_shown_in_two_groups():
+def test_a_link_code_is_eight_unambiguous_characters_shown_in_two_groups() -> None:
     codes = {new_link_code() for _ in range(200)}
     assert len(codes) == 200
     for code in codes:
@@ -185,7 +185,7 @@ def test_a_link_code_is_eight_unambiguous_characters_shown_in_two_groups():
         assert normalize_link_code(code) == code.replace("-", "")
 
 
-def test_reading_a_code_forgives_case_spaces_hyphens_and_look_alikes():
+def test_reading_a_code_forgives_case_spaces_hyphens_and_look_alikes() -> None:
     assert normalize_link_code(" k7qm 3xpa ") == "K7QM3XPA"
     assert normalize_link_code("OIL0-1234") == "0110" + "1234"
     assert link_code_digest("k7qm-3xpa") == link_code_digest("K7QM3XPA")
@@ -194,13 +194,13 @@ def test_reading_a_code_forgives_case_spaces_hyphens_and_look_alikes():
 
 
 @pytest.mark.parametrize("raw", ["", "K7QM3XP", "K7QM3XPAB", "K7QM-3XP!", "K7QM3XPU", None, 12])
-def test_malformed_codes_are_invalid_input(raw):
+def test_malformed_codes_are_invalid_input(raw) -> None:
     with pytest.raises(InvalidInput) as caught:
         normalize_link_code(raw)
     assert caught.value.code == "invalid_link_code"
 
 
-def test_a_code_is_good_once_until_it_expires():
+def test_a_code_is_good_once_until_it_expires() -> None:
     expires = AT + timedelta(minutes=15)
     check_redeemable(expires_at=expires, used_at=None, now=AT)
     with pytest.raises(NotFound) as caught:
@@ -211,7 +211,7 @@ def test_a_code_is_good_once_until_it_expires():
     assert caught.value.code == "link_code_used"
 
 
-def test_a_codes_lifetime_is_bounded():
+def test_a_codes_lifetime_is_bounded() -> None:
     assert check_ttl(None) == timedelta(minutes=15)
     assert check_ttl(60) == timedelta(minutes=1)
     for bad in (0, -1, 7 * 86_400 + 1, 1.5, "60", True):
@@ -227,13 +227,13 @@ def _key(*members: Address) -> str:
     return ParticipantSet.of(members).key
 
 
-def test_a_thread_without_a_counterpart_is_renamed_to_the_new_person():
+def test_a_thread_without_a_counterpart_is_renamed_to_the_new_person() -> None:
     plan = plan_merge(A, B, {ThreadId("t1"): (A, ROLE)}, existing={})
     assert plan.renames == {ThreadId("t1"): ParticipantSet.of([B, ROLE])}
     assert plan.predecessors == {} and list(plan.untouched) == []
 
 
-def test_a_thread_whose_counterpart_exists_becomes_its_predecessor():
+def test_a_thread_whose_counterpart_exists_becomes_its_predecessor() -> None:
     plan = plan_merge(
         A,
         B,
@@ -244,7 +244,7 @@ def test_a_thread_whose_counterpart_exists_becomes_its_predecessor():
     assert plan.renames == {ThreadId("t2"): ParticipantSet.of([B, C, OPS])}
 
 
-def test_a_thread_the_new_person_is_in_already_is_left_alone():
+def test_a_thread_the_new_person_is_in_already_is_left_alone() -> None:
     plan = plan_merge(A, B, {ThreadId("t1"): (A, B), ThreadId("t2"): (A, B, ROLE)}, existing={})
     assert sorted(plan.untouched) == ["t1", "t2"]
     assert plan.renames == {} and plan.predecessors == {}

@@ -30,7 +30,7 @@ def _refused(states, deactivated=()) -> str:
     return caught.value.code
 
 
-def test_a_run_acts_while_some_person_is_active_and_not_deactivated():
+def test_a_run_acts_while_some_person_is_active_and_not_deactivated() -> None:
     check_may_act(RUN, {ANN: ACTIVE, ROLE: ACTIVE}, role_configured=True)
     check_may_act(RUN, {ANN: ACTIVE, BO: ACTIVE, ROLE: ACTIVE}, role_configured=True,
                   deactivated={ANN})  # fmt: skip
@@ -38,12 +38,12 @@ def test_a_run_acts_while_some_person_is_active_and_not_deactivated():
                   deactivated={BO})  # fmt: skip
 
 
-def test_deactivated_or_removed_people_cut_the_run_off():
+def test_deactivated_or_removed_people_cut_the_run_off() -> None:
     assert _refused({ANN: ACTIVE, ROLE: ACTIVE}, {ANN}) == "person_deactivated"
     assert _refused({ANN: ACTIVE, BO: REMOVED, ROLE: ACTIVE}, {ANN}) == "person_deactivated"
     assert _refused({ANN: REMOVED, ROLE: ACTIVE}, {ANN}) == "person_deactivated"
     assert _refused({ANN: REMOVED, BO: REMOVED, ROLE: ACTIVE}) == "person_removed"
 
 
-def test_the_roles_own_state_is_checked_first():
+def test_the_roles_own_state_is_checked_first() -> None:
     assert _refused({ANN: ACTIVE, ROLE: REMOVED}, {ANN}) == "role_removed"

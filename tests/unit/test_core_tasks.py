@@ -30,7 +30,7 @@ def _task(status: TaskStatus = TaskStatus.OPEN, assignee: str | None = "echo") -
 
 @pytest.mark.parametrize("current", list(TaskStatus))
 @pytest.mark.parametrize("wanted", list(TaskStatus))
-def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted):
+def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted) -> None:
     if wanted in MOVES[current]:
         check_move(current, wanted)
     else:
@@ -38,7 +38,7 @@ def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted):
             check_move(current, wanted)
 
 
-def test_an_update_records_only_what_it_changes():
+def test_an_update_records_only_what_it_changes() -> None:
     change = TaskChange(title="T", body="new", status=TaskStatus.DONE, assignee="")
     assert diff(_task(), change) == {
         "body": {"from": "B", "to": "new"},
@@ -48,7 +48,7 @@ def test_an_update_records_only_what_it_changes():
     assert diff(_task(), TaskChange()) == {}
 
 
-def test_inputs_are_checked():
+def test_inputs_are_checked() -> None:
     assert check_title("  Book a room ") == "Book a room"
     with pytest.raises(TooLarge):
         check_title("x" * 201)

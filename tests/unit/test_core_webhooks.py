@@ -58,7 +58,7 @@ def task(status: TaskStatus = TaskStatus.OPEN, **fields: Any) -> Task:
 # --- GitHub ------------------------------------------------------------------------------------
 
 
-def test_an_opened_issue_is_the_item_github_owner_repo_number_whichever_source_got_it():
+def test_an_opened_issue_is_the_item_github_owner_repo_number_whichever_source_got_it() -> None:
     update = map_github(GH, "issues", issue_event("opened"))
     assert isinstance(update, ItemUpdate)
     assert update.ref == ExternalRef(
@@ -71,14 +71,14 @@ def test_an_opened_issue_is_the_item_github_owner_repo_number_whichever_source_g
 @pytest.mark.parametrize(
     ("reason", "status"), [("completed", TaskStatus.DONE), ("not_planned", TaskStatus.CANCELLED)]
 )
-def test_closed_is_done_or_cancelled_when_not_planned(reason, status):
+def test_closed_is_done_or_cancelled_when_not_planned(reason, status) -> None:
     event = issue_event("closed", state="closed", state_reason=reason)
     update = map_github(GH, "issues", event)
     assert isinstance(update, ItemUpdate) and update.change == TaskChange(status=status)
     assert plan(task(), update).changes == (TaskChange(status=status),)
 
 
-def test_reopened_opens_and_edited_changes_title_and_body():
+def test_reopened_opens_and_edited_changes_title_and_body() -> None:
     reopened = map_github(GH, "issues", issue_event("reopened"))
     assert isinstance(reopened, ItemUpdate)
     assert plan(task(TaskStatus.DONE), reopened).changes == (TaskChange(status=TaskStatus.OPEN),)
@@ -87,7 +87,7 @@ def test_reopened_opens_and_edited_changes_title_and_body():
     assert plan(task(), edited).changes == (TaskChange(title="Door sticks badly", body=""),)
 
 
-def test_a_comment_quotes_its_author_and_creates_an_unknown_issue_first():
+def test_a_comment_quotes_its_author_and_creates_an_unknown_issue_first() -> None:
     event = issue_event("created", state="closed") | {
         "comment": {"body": "Fixed in #124", "user": {"login": "octocat"}}
     }
@@ -102,17 +102,17 @@ def test_a_comment_quotes_its_author_and_creates_an_unknown_issue_first():
 
 
 @pytest.mark.parametrize("action", ["edited", "deleted"])
-def test_comment_edits_and_deletions_are_ignored(action):
+def test_comment_edits_and_deletions_are_ignored(action) -> None:
     ignored = map_github(GH, "issue_comment", issue_event(action))
     assert isinstance(ignored, Ignored) and action in ignored.reason
 
 
 @pytest.mark.parametrize("event", ["ping", "push", "pull_request"])
-def test_other_events_are_ignored(event):
+def test_other_events_are_ignored(event) -> None:
     assert isinstance(map_github(GH, event, {"zen": "Keep it simple."}), Ignored)
 
 
-def test_assigning_a_login_that_stands_for_a_role_assigns_the_task_to_it():
+def test_assigning_a_login_that_stands_for_a_role_assigns_the_task_to_it() -> None:
     assigned = map_github(
         GH, "issues", issue_event("assigned") | {"assignee": {"login": "rolecall-bot"}}
     )
@@ -129,14 +129,14 @@ def test_assigning_a_login_that_stands_for_a_role_assigns_the_task_to_it():
     assert plan(task(), other).changes == ()
 
 
-def test_other_issue_actions_only_make_sure_the_task_exists():
+def test_other_issue_actions_only_make_sure_the_task_exists() -> None:
     labeled = map_github(GH, "issues", issue_event("labeled"))
     assert isinstance(labeled, ItemUpdate)
     assert plan(task(), labeled).changes == ()
     assert plan(None, labeled).create is not None
 
 
-def test_a_long_github_title_is_cut_not_refused():
+def test_a_long_github_title_is_cut_not_refused() -> None:
     update = map_github(GH, "issues", issue_event("opened", title="x" * 300))
     assert isinstance(update, ItemUpdate) and update.new is not None
     assert len(update.new.title) == MAX_TITLE and update.new.title.endswith("…")
@@ -153,7 +153,7 @@ def test_a_long_github_title_is_cut_not_refused():
         ([1, 2], "the payload: must be a JSON object"),
     ],
 )
-def test_a_github_payload_that_does_not_map_says_why(event, reason):
+def test_a_github_payload_that_does_not_map_says_why(event, reason) -> None:
     with pytest.raises(InvalidInput, match=reason) as refused:
         map_github(GH, "issues", event)
     assert refused.value.code == "unmappable_payload"
@@ -162,7 +162,7 @@ def test_a_github_payload_that_does_not_map_says_why(event, reason):
 # --- the generic shape -------------------------------------------------------------------------
 
 
-def test_the_generic_shape_creates_by_key_in_the_source_s_namespace():
+def test_the_generic_shape_creates_by_key_in_the_source_s_namespace() -> None:
     update = map_generic(TRACKER, {
         "key": "INC-42", "url": "https://tracker.example/INC-42", "title": "Printer on fire",
         "status": "in_progress", "comment": {"author": "dana", "text": "On it."},
@@ -176,7 +176,7 @@ def test_the_generic_shape_creates_by_key_in_the_source_s_namespace():
     assert steps.comment == "dana: On it."
 
 
-def test_the_generic_shape_without_a_title_only_updates_a_known_item():
+def test_the_generic_shape_without_a_title_only_updates_a_known_item() -> None:
     update = map_generic(TRACKER, {"key": "INC-42", "status": "done"})
     with pytest.raises(InvalidInput, match="tracker:INC-42") as refused:
         plan(None, update)
@@ -198,7 +198,7 @@ def test_the_generic_shape_without_a_title_only_updates_a_known_item():
         ("INC-42", InvalidInput, "unmappable_payload"),
     ],
 )
-def test_a_generic_payload_that_does_not_map_says_why(payload, error, code):
+def test_a_generic_payload_that_does_not_map_says_why(payload, error, code) -> None:
     with pytest.raises(error) as refused:
         map_delivery(TRACKER, None, payload)
     assert refused.value.code == code
@@ -218,11 +218,11 @@ def test_a_generic_payload_that_does_not_map_says_why(payload, error, code):
 )
 def test_a_reported_status_is_reached_through_open_when_there_is_no_direct_move(
     current, wanted, path
-):
+) -> None:
     assert status_path(current, wanted) == path
 
 
-def test_what_the_task_already_says_is_no_change():
+def test_what_the_task_already_says_is_no_change() -> None:
     update = map_generic(TRACKER, {"key": "k", "title": "Door sticks", "status": "open"})
     assert plan(task(), update).changes == ()
     closing = map_generic(TRACKER, {"key": "k", "title": "Shut", "status": "cancelled"})
@@ -235,7 +235,7 @@ def test_what_the_task_already_says_is_no_change():
 # --- sources and external keys -----------------------------------------------------------------
 
 
-def test_a_source_names_its_secret_setting_and_only_github_has_assignees():
+def test_a_source_names_its_secret_setting_and_only_github_has_assignees() -> None:
     with pytest.raises(ValidationError, match="NAME of the setting"):
         Source(name="gh", kind="github", secret="s3cr3t-value")
     with pytest.raises(ValidationError, match="only a github source"):
@@ -251,13 +251,13 @@ def test_a_source_names_its_secret_setting_and_only_github_has_assignees():
     ("raw", "source", "key"),
     [("github:acme/app#123", "github", "acme/app#123"), ("tracker:a:b", "tracker", "a:b")],
 )
-def test_an_external_key_is_the_source_up_to_the_first_colon(raw, source, key):
+def test_an_external_key_is_the_source_up_to_the_first_colon(raw, source, key) -> None:
     assert parse_external_key(raw) == ExternalRef(source=source, key=key)
     assert parse_external_key(raw).text == raw
 
 
 @pytest.mark.parametrize("raw", ["acme/app#123", ":k", "github:", "git hub:k", "github: ", 7])
-def test_a_malformed_external_key_is_refused(raw):
+def test_a_malformed_external_key_is_refused(raw) -> None:
     with pytest.raises(InvalidInput) as refused:
         parse_external_key(raw)
     assert refused.value.code == "invalid_external_key"

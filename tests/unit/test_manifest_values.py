@@ -29,7 +29,7 @@ RUNTIME = "runtime: {kind: builtin, agent: echo}\n"
 )  # fmt: skip
 def test_a_role_manifest_value_storage_cannot_keep_names_the_file_and_field(
     tmp_path: Path, line: str, field: str, reason: str
-):
+) -> None:
     path = tmp_path / "concierge.yaml"
     path.write_text("name: concierge\n" + line, encoding="utf-8")
 
@@ -40,13 +40,13 @@ def test_a_role_manifest_value_storage_cannot_keep_names_the_file_and_field(
     assert reason in str(refused.value)
 
 
-def test_a_good_manifest_still_loads(tmp_path: Path):
+def test_a_good_manifest_still_loads(tmp_path: Path) -> None:
     path = tmp_path / "concierge.yaml"
     path.write_text("name: concierge\ndisplay_name: Concierge \u00e9\u20ac\n" + RUNTIME)
     assert load_role(path).display_name == "Concierge \u00e9\u20ac"
 
 
-def test_a_source_manifest_is_held_to_the_same_rule(tmp_path: Path):
+def test_a_source_manifest_is_held_to_the_same_rule(tmp_path: Path) -> None:
     (tmp_path / "tracker.yaml").write_text(
         'name: tracker\nkind: standard\nsecret: "TRACKER\\0SECRET"\n', encoding="utf-8"
     )

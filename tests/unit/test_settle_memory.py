@@ -8,7 +8,7 @@ import gc
 from gateway.cli import settle_memory
 
 
-def test_what_start_up_made_is_frozen_out_of_later_collections():
+def test_what_start_up_made_is_frozen_out_of_later_collections() -> None:
     made = [[index] for index in range(10_000)]  # containers the collector tracks
     gc.unfreeze()
     try:

@@ -18,7 +18,7 @@ def _texts(events):
     return [e["text"] for e in events if e["kind"] == "message"]
 
 
-async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web):
+async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web) -> None:
     widget = web.widget()
     started = await widget.start()
     stream = await widget.stream(after=started["last_seq"])
@@ -51,7 +51,7 @@ async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web):
         stream.response.close()
 
 
-async def test_history_pages_back_oldest_first_within_a_page(web):
+async def test_history_pages_back_oldest_first_within_a_page(web) -> None:
     widget = web.widget()
     await widget.start(role="slow")  # no replies: exactly what is said
     for n in range(5):
@@ -64,7 +64,7 @@ async def test_history_pages_back_oldest_first_within_a_page(web):
     assert _texts(oldest["events"]) == ["m0"] and not oldest["more"] and not oldest["earlier"]
 
 
-async def test_start_fresh_archives_what_came_before_behind_earlier(web):
+async def test_start_fresh_archives_what_came_before_behind_earlier(web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     await widget.say("before fresh")
@@ -85,7 +85,7 @@ async def test_start_fresh_archives_what_came_before_behind_earlier(web):
     assert "before fresh" in _texts(archived["events"])
 
 
-async def test_retractions_and_other_channels_arrive_live(web):
+async def test_retractions_and_other_channels_arrive_live(web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     person = f"person:{started['person']['slug']}"
@@ -113,7 +113,7 @@ async def test_retractions_and_other_channels_arrive_live(web):
     assert shown["retracted"] is True
 
 
-async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(web):
+async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     stream = await widget.stream(after=started["last_seq"])
@@ -133,7 +133,7 @@ async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(we
         again.response.close()
 
 
-async def test_the_stream_resumes_across_a_gateway_restart(tmp_path):
+async def test_the_stream_resumes_across_a_gateway_restart(tmp_path) -> None:
     from tests.cli.conftest import free_port
 
     port = free_port()
@@ -173,7 +173,7 @@ async def test_the_stream_resumes_across_a_gateway_restart(tmp_path):
             await again.close()
 
 
-async def test_posting_is_limited_per_identity_and_by_size(web):
+async def test_posting_is_limited_per_identity_and_by_size(web) -> None:
     widget = web.widget()
     await widget.start(role="slow")
     statuses = []
@@ -191,7 +191,7 @@ async def test_posting_is_limited_per_identity_and_by_size(web):
     assert (await other.call("POST", "/messages", {"text": "fine"}))[0] == 201
 
 
-async def test_a_session_token_is_needed_and_checked(web):
+async def test_a_session_token_is_needed_and_checked(web) -> None:
     widget = web.widget()
     status, answer, _ = await widget.call("GET", "/history")
     assert status == 401 and answer["error"]["code"] == "invalid_session"
@@ -200,7 +200,7 @@ async def test_a_session_token_is_needed_and_checked(web):
     assert status == 401 and answer["error"]["code"] == "invalid_session"
 
 
-async def test_a_deactivated_person_can_no_longer_post(web):
+async def test_a_deactivated_person_can_no_longer_post(web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     slug = started["person"]["slug"]

@@ -26,7 +26,7 @@ from tests.webhooks.conftest import (
 )
 
 
-async def test_the_generic_shape_creates_updates_and_comments_by_key(hooks: Hooks):
+async def test_the_generic_shape_creates_updates_and_comments_by_key(hooks: Hooks) -> None:
     _, run_id = await hooks.watching_run("person:ann")
     waiting = await hooks.post(f"/api/v1/runs/{run_id}/subscriptions",
                                {"external_key": "tracker:INC-42"})  # fmt: skip
@@ -66,7 +66,7 @@ async def test_the_generic_shape_creates_updates_and_comments_by_key(hooks: Hook
     (await hooks.tracker({"key": "INC-42", "priority": "high"})).error(422, "unknown_field")
 
 
-async def test_the_generic_kind_signs_with_x_hub_signature_256(hooks: Hooks):
+async def test_the_generic_kind_signs_with_x_hub_signature_256(hooks: Hooks) -> None:
     body = encode({"key": "F-1", "title": "Callback request"})
     reply = await hooks.deliver("forms", body, forms_headers(body, delivery="f-1"))
     assert reply.status == 200, reply.text
@@ -77,7 +77,7 @@ async def test_the_generic_kind_signs_with_x_hub_signature_256(hooks: Hooks):
     (await hooks.deliver("forms", body, headers)).error(400, "missing_header")
 
 
-async def test_a_stale_timestamp_or_a_wrong_key_is_refused_and_stores_nothing(hooks: Hooks):
+async def test_a_stale_timestamp_or_a_wrong_key_is_refused_and_stores_nothing(hooks: Hooks) -> None:
     payload = {"key": "INC-1", "title": "Old news"}
     stale = await hooks.tracker(payload, delivery="msg_old", at=old(minutes=6))
     assert "too old" in stale.error(401, "invalid_signature")
@@ -96,14 +96,14 @@ async def test_a_stale_timestamp_or_a_wrong_key_is_refused_and_stores_nothing(ho
     assert fresh.status == 200 and fresh.body["duplicate"] is False
 
 
-async def test_several_signatures_during_a_key_rotation_are_accepted(hooks: Hooks):
+async def test_several_signatures_during_a_key_rotation_are_accepted(hooks: Hooks) -> None:
     retired = b"the-old-tracker-key-0123456789ab"
     for keys in ((retired, TRACKER_KEY), (TRACKER_KEY, retired)):
         reply = await hooks.tracker({"key": f"R-{keys[0][:3]!r}", "title": "Rotated"}, keys=keys)
         assert reply.status == 200, reply.text
 
 
-async def test_an_unknown_source_is_404(hooks: Hooks):
+async def test_an_unknown_source_is_404(hooks: Hooks) -> None:
     body = encode({"key": "k", "title": "t"})
     reply = await hooks.deliver("nobody", body, standard_headers(body, delivery="m"))
     assert "nobody" in reply.error(404, "source_not_found")
@@ -117,7 +117,7 @@ def _build(tmp_path: Path, sources: Path, secrets: dict[str, str] = SECRETS) -> 
     build_app(settings, api_token=TOKEN, roles={"echo": ECHO}, secrets=secrets)
 
 
-def test_a_source_whose_secret_is_not_set_stops_start_up(tmp_path: Path):
+def test_a_source_whose_secret_is_not_set_stops_start_up(tmp_path: Path) -> None:
     sources = write_sources(tmp_path / "sources")
     with pytest.raises(ManifestError) as stopped:
         _build(tmp_path, sources, {k: v for k, v in SECRETS.items() if k != "GH_WEBHOOK_SECRET"})
@@ -140,19 +140,21 @@ def test_a_source_whose_secret_is_not_set_stops_start_up(tmp_path: Path):
         ("name: [\n", "gh.yaml: not valid YAML"),
     ],
 )  # fmt: skip
-def test_a_bad_source_manifest_stops_start_up_naming_the_file_and_field(tmp_path, text, problem):
+def test_a_bad_source_manifest_stops_start_up_naming_the_file_and_field(
+    tmp_path, text, problem
+) -> None:
     sources = write_sources(tmp_path / "sources", {"gh": text})
     with pytest.raises(ManifestError, match=problem.replace(".", r"\.").replace("(", r"\(")):
         _build(tmp_path, sources)
 
 
-def test_without_a_sources_directory_there_are_no_sources(tmp_path: Path):
+def test_without_a_sources_directory_there_are_no_sources(tmp_path: Path) -> None:
     build_app(Settings(var_dir=tmp_path), api_token=TOKEN, roles={"echo": ECHO}, secrets={})
     with pytest.raises(ManifestError, match=r"ROLECALL_SOURCES_DIR: .* is not a directory"):
         _build(tmp_path, tmp_path / "missing")
 
 
-def test_no_source_is_shipped_so_the_default_start_needs_no_secret():
+def test_no_source_is_shipped_so_the_default_start_needs_no_secret() -> None:
     shipped = REPO / "manifests" / "sources"
     assert not shipped.exists() or not [
         p for p in shipped.iterdir() if p.suffix in (".yaml", ".yml")

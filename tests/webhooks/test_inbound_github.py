@@ -17,7 +17,9 @@ from tests.webhooks.conftest import (
 ITEM = "github:acme/app#7"
 
 
-async def test_a_signed_comment_on_a_watched_issue_wakes_the_conversation_once(hooks: Hooks):
+async def test_a_signed_comment_on_a_watched_issue_wakes_the_conversation_once(
+    hooks: Hooks,
+) -> None:
     _, run_id = await hooks.watching_run("person:ann")
     opened = await hooks.github(issues_event("opened"), event="issues")
     assert opened.status == 200, opened.text
@@ -51,7 +53,9 @@ async def test_a_signed_comment_on_a_watched_issue_wakes_the_conversation_once(h
     assert len([t for t in await hooks.turns(run_id) if t["cause"] == "news"]) == 1
 
 
-async def test_a_subscription_by_key_is_woken_by_the_first_event_about_the_issue(hooks: Hooks):
+async def test_a_subscription_by_key_is_woken_by_the_first_event_about_the_issue(
+    hooks: Hooks,
+) -> None:
     _, run_id = await hooks.watching_run("person:ann")
     waiting = await hooks.post(f"/api/v1/runs/{run_id}/subscriptions", {"external_key": ITEM})
     assert waiting.status == 201, waiting.text
@@ -72,7 +76,7 @@ async def test_a_subscription_by_key_is_woken_by_the_first_event_about_the_issue
     assert listed.body["awaiting"] == []
 
 
-async def test_an_agent_subscribes_by_key_with_its_own_tool(hooks: Hooks):
+async def test_an_agent_subscribes_by_key_with_its_own_tool(hooks: Hooks) -> None:
     _, run_id = await hooks.watching_run("person:ann")
     token = (await hooks.post(f"/api/v1/runs/{run_id}/token")).body["token"]
     tool = "/api/v1/tools/subscribe"
@@ -97,7 +101,9 @@ async def test_an_agent_subscribes_by_key_with_its_own_tool(hooks: Hooks):
     assert gone.body["result"]["task_id"] == reply.body["task"]["id"]
 
 
-async def test_a_tampered_or_unsigned_delivery_is_refused_and_nothing_is_stored(hooks: Hooks):
+async def test_a_tampered_or_unsigned_delivery_is_refused_and_nothing_is_stored(
+    hooks: Hooks,
+) -> None:
     body = encode(issues_event("opened"))
     headers = github_headers(body, event="issues", delivery="gh-delivery-2")
     tampered = body.replace(b"Door sticks", b"Door opens")
@@ -112,7 +118,7 @@ async def test_a_tampered_or_unsigned_delivery_is_refused_and_nothing_is_stored(
     assert accepted.status == 200 and accepted.body["duplicate"] is False
 
 
-async def test_pings_and_other_events_are_answered_and_do_nothing(hooks: Hooks):
+async def test_pings_and_other_events_are_answered_and_do_nothing(hooks: Hooks) -> None:
     ping = await hooks.github({"zen": "Practicality beats purity.", "hook_id": 1}, event="ping")
     assert ping.status == 200, ping.text
     assert ping.body["ignored"].startswith("ping") and ping.body["task"] is None
@@ -123,7 +129,7 @@ async def test_pings_and_other_events_are_answered_and_do_nothing(hooks: Hooks):
     assert (await hooks.get("/api/v1/tasks")).body["tasks"] == []
 
 
-async def test_a_payload_that_does_not_map_is_422_with_the_reason(hooks: Hooks):
+async def test_a_payload_that_does_not_map_is_422_with_the_reason(hooks: Hooks) -> None:
     broken = issues_event("opened")
     del broken["issue"]["number"]
     reply = await hooks.github(broken, event="issues", delivery="gh-broken")
