@@ -1,5 +1,5 @@
 """`python -m gateway`: the same as the `rolecall` command."""
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 raise SystemExit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from gateway.cli import settle_memory
+from gateway.cli.commands.serve import settle_memory
 
 
 def test_what_start_up_made_is_frozen_out_of_later_collections() -> None:

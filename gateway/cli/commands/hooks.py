@@ -27,18 +27,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gateway.cli import EXIT_USAGE, Failure, _settings
-from gateway.client import DEFAULT_URL, check_base_url
+from gateway.cli._shared import EXIT_USAGE, Failure, command_group, gateway_url, read_settings
+from gateway.cli.client import DEFAULT_URL
 
 TIMEOUT = 30.0
 
 
-def add_hook_commands(commands: Any) -> None:
-    hook = commands.add_parser(
+def add_commands(commands: Any) -> None:
+    hook = command_group(
+        commands,
         "hook",
-        help="try the inbound webhook sources of a running gateway",
-        description="Inbound webhooks (docs/webhooks.md).",
-    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
+        "try the inbound webhook sources of a running gateway",
+        "Inbound webhooks (docs/webhooks.md).",
+    )
     help_text = "send FILE's JSON to a running gateway, signed as SOURCE's sender would"
     sub = hook.add_parser("test", help=help_text, description=help_text)
     sub.add_argument("source", metavar="SOURCE", help="a source in ROLECALL_SOURCES_DIR")
@@ -67,11 +68,8 @@ def hook_test_command(args: argparse.Namespace) -> int:
     from core.model.roles import ManifestError
     from core.model.webhooks import SourceKind
 
-    try:
-        base_url = check_base_url(args.url or os.environ.get("ROLECALL_URL") or DEFAULT_URL)
-    except ValueError as exc:
-        raise Failure(str(exc), EXIT_USAGE) from None
-    settings = _settings()
+    base_url = gateway_url(args.url)
+    settings = read_settings()
     try:
         sources = configured_sources(
             settings.sources_dir, default="sources_dir" not in settings.model_fields_set
@@ -105,7 +103,7 @@ def hook_test_command(args: argparse.Namespace) -> int:
     except BadSecret as exc:
         raise Failure(f"the setting {source.secret}: {exc}", EXIT_USAGE) from None
     status, text = send(base_url, source.name, body, headers)
-    line = f"{status} {one_line(text)}"
+    line = f"{status} {answer_line(text)}"
     if not 200 <= status < 300:
         raise Failure(line)
     print(line)
@@ -152,7 +150,7 @@ def send(base_url: str, source: str, body: bytes, headers: Mapping[str, str]) ->
         raise Failure(f"cannot reach the gateway at {base_url}: {exc}") from None
 
 
-def one_line(text: str) -> str:
+def answer_line(text: str) -> str:
     """The answer on one line (JSON compacted; anything else with its line breaks dropped)."""
     try:
         return json.dumps(json.loads(text), ensure_ascii=False)

@@ -8,7 +8,7 @@
 
 `add` prints the endpoint's id and its signing secret, which the gateway shows only then. Like
 every command that talks to the gateway, each takes `--json`, `--url` and `--token`, and fails
-with one line (`gateway.cli`).
+with one line (`gateway.cli.main`).
 """
 
 from __future__ import annotations
@@ -18,34 +18,31 @@ import urllib.parse
 from typing import Any
 
 from core.model.endpoints import KINDS
-from gateway.cli import (
-    JSON,
+from gateway.cli._shared import (
     Command,
-    _client,
-    _count,
-    _gateway_options,
-    _one_line,
-    _output,
-    _print_json,
-    _table,
+    command_group,
+    count,
+    gateway_client,
+    gateway_command,
+    one_line,
+    output,
+    print_json,
+    table,
 )
+from gateway.cli.client import JSON
 
 
-def add_endpoint_commands(commands: Any) -> None:
-    endpoint = commands.add_parser(
+def add_commands(commands: Any) -> None:
+    endpoint = command_group(
+        commands,
         "endpoint",
-        help="outbound webhook endpoints of a running gateway",
-        description="Register, read and replay the endpoints a running gateway delivers its "
+        "outbound webhook endpoints of a running gateway",
+        "Register, read and replay the endpoints a running gateway delivers its "
         "events to as Standard Webhooks (docs/webhooks.md).",
-    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
-    common = [_gateway_options()]
+    )
 
     def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = endpoint.add_parser(
-            name, help=help_text, description=help_text, parents=common
-        )
-        sub.set_defaults(command=command)
-        return sub
+        return gateway_command(endpoint, name, command, help_text)
 
     sub = add("add", endpoint_add_command, "register an endpoint; prints its secret (shown once)")
     sub.add_argument(
@@ -96,12 +93,12 @@ def add_endpoint_commands(commands: Any) -> None:
 
 def _positions(sub: argparse.ArgumentParser, timeline_help: str) -> None:
     sub.add_argument(
-        "--from", dest="from_position", type=_count(0), metavar="POSITION", help=timeline_help
+        "--from", dest="from_position", type=count(0), metavar="POSITION", help=timeline_help
     )
     sub.add_argument(
         "--from-task",
         dest="from_task_position",
-        type=_count(0),
+        type=count(0),
         metavar="POSITION",
         help="the same for the task-event stream",
     )
@@ -120,19 +117,19 @@ def endpoint_add_command(args: argparse.Namespace) -> int:
         "from_position": args.from_position,
         "from_task_position": args.from_task_position,
     }
-    made = _client(args).request("POST", "/endpoints", body=body).data
+    made = gateway_client(args).request("POST", "/endpoints", body=body).data
     if args.json:
-        _print_json(made)
+        print_json(made)
         return 0
-    print(_table([["endpoint", str(made.get("id"))], ["secret", str(made.get("secret"))]]))
+    print(table([["endpoint", str(made.get("id"))], ["secret", str(made.get("secret"))]]))
     print("(the secret is shown only now: the receiver verifies signatures with it)")
     return 0
 
 
 def endpoint_list_command(args: argparse.Namespace) -> int:
-    answer = _client(args).request("GET", "/endpoints").data
+    answer = gateway_client(args).request("GET", "/endpoints").data
     if args.json:
-        _print_json(answer)
+        print_json(answer)
         return 0
     endpoints = answer.get("endpoints") or []
     if not endpoints:
@@ -148,24 +145,26 @@ def endpoint_list_command(args: argparse.Namespace) -> int:
         ]
         for e in endpoints
     ]
-    print(_table([["ENDPOINT", "STATUS", "CURSORS", "KINDS", "URL"], *rows]))
+    print(table([["ENDPOINT", "STATUS", "CURSORS", "KINDS", "URL"], *rows]))
     return 0
 
 
 def endpoint_show_command(args: argparse.Namespace) -> int:
-    endpoint = _client(args).request("GET", _path(args.endpoint_id)).data
-    return _output(args, endpoint, _print_endpoint)
+    endpoint = gateway_client(args).request("GET", _path(args.endpoint_id)).data
+    return output(args, endpoint, _print_endpoint)
 
 
 def endpoint_replay_command(args: argparse.Namespace) -> int:
     body = {"from_position": args.from_position, "from_task_position": args.from_task_position}
-    endpoint = _client(args).request("POST", _path(args.endpoint_id) + "/replay", body=body).data
-    return _output(args, endpoint, lambda e: _print_endpoint(e, note="replaying"))
+    endpoint = (
+        gateway_client(args).request("POST", _path(args.endpoint_id) + "/replay", body=body).data
+    )
+    return output(args, endpoint, lambda e: _print_endpoint(e, note="replaying"))
 
 
 def endpoint_remove_command(args: argparse.Namespace) -> int:
-    gone = _client(args).request("DELETE", _path(args.endpoint_id)).data
-    return _output(args, gone, lambda e: print(f"removed endpoint {e.get('id')} ({e.get('url')})"))
+    gone = gateway_client(args).request("DELETE", _path(args.endpoint_id)).data
+    return output(args, gone, lambda e: print(f"removed endpoint {e.get('id')} ({e.get('url')})"))
 
 
 def _status(endpoint: JSON) -> str:
@@ -182,7 +181,7 @@ def _print_endpoint(endpoint: JSON, *, note: str | None = None) -> None:
         ["endpoint", str(endpoint.get("id")) + (f"  ({note})" if note else "")],
         ["url", str(endpoint.get("url"))],
         ["status", _status(endpoint)],
-        ["reason", _one_line(str(endpoint["reason"])) if endpoint.get("reason") else "-"],
+        ["reason", one_line(str(endpoint["reason"])) if endpoint.get("reason") else "-"],
         ["kinds", listed("kinds")],
         ["roles", listed("roles")],
         ["threads", listed("threads")],
@@ -192,4 +191,4 @@ def _print_endpoint(endpoint: JSON, *, note: str | None = None) -> None:
         ["created_at", str(endpoint.get("created_at"))],
         ["updated_at", str(endpoint.get("updated_at"))],
     ]
-    print(_table(fields))
+    print(table(fields))

@@ -6,7 +6,7 @@
 `list` shows every entry of the role, oldest first, redacted ones marked, so that an operator can
 find the one to redact; `redact` records the redaction, after which no recall returns the entry
 (redacting it again fails: the first redaction stands). Like every command that talks to the
-gateway, each takes `--json`, `--url` and `--token`, and fails with one line (`gateway.cli`).
+gateway, each takes `--json`, `--url` and `--token`, and fails with one line (`gateway.cli.main`).
 """
 
 from __future__ import annotations
@@ -16,41 +16,39 @@ import json
 import urllib.parse
 from typing import Any
 
-from gateway.cli import (
-    JSON,
+from gateway.cli._shared import (
     Command,
-    _client,
-    _count,
-    _gateway_options,
-    _output,
-    _print_json,
-    _table,
+    command_group,
+    count,
+    gateway_client,
+    gateway_command,
+    output,
+    print_json,
+    table,
 )
+from gateway.cli.client import JSON
 
 PAYLOAD_WIDTH = 60
 
 
-def add_memory_commands(commands: Any) -> None:
-    memory = commands.add_parser(
+def add_commands(commands: Any) -> None:
+    memory = command_group(
+        commands,
         "memory",
-        help="a role's agent memory on a running gateway: list entries, redact one",
-        description="Read a role's agent memory and redact entries through a running gateway's "
+        "a role's agent memory on a running gateway: list entries, redact one",
+        "Read a role's agent memory and redact entries through a running gateway's "
         "HTTP API (docs/api.md).",
-    ).add_subparsers(title="commands", metavar="COMMAND", required=True)
-    common = [_gateway_options()]
+    )
 
     def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = memory.add_parser(
-            name, help=help_text, description=help_text, parents=common
-        )
-        sub.set_defaults(command=command)
+        sub = gateway_command(memory, name, command, help_text)
         sub.add_argument("role", metavar="ROLE", help="the role (NAME or role:NAME)")
         return sub
 
     sub = add("list", memory_list_command, "every entry of a role, oldest first, redacted marked")
     sub.add_argument("--thread", dest="thread_id", metavar="ID", help="only entries of this thread")
     sub.add_argument("--after", metavar="ENTRY_ID", help="start after this entry")
-    sub.add_argument("--limit", type=_count(1), metavar="N", help="at most N entries (1-500; 50)")
+    sub.add_argument("--limit", type=count(1), metavar="N", help="at most N entries (1-500; 50)")
 
     sub = add("redact", memory_redact_command, "redact an entry: no recall returns it again")
     sub.add_argument("entry_id", metavar="ENTRY_ID")
@@ -63,9 +61,9 @@ def _path(role: str) -> str:
 
 def memory_list_command(args: argparse.Namespace) -> int:
     query = {"thread": args.thread_id, "after": args.after, "limit": args.limit}
-    answer = _client(args).request("GET", _path(args.role), query=query).data
+    answer = gateway_client(args).request("GET", _path(args.role), query=query).data
     if args.json:
-        _print_json(answer)
+        print_json(answer)
         return 0
     entries = answer.get("entries") or []
     if entries:
@@ -79,7 +77,7 @@ def memory_list_command(args: argparse.Namespace) -> int:
             ]
             for e in entries
         ]
-        print(_table([["ENTRY", "AT", "THREAD", "STATE", "PAYLOAD"], *rows]))
+        print(table([["ENTRY", "AT", "THREAD", "STATE", "PAYLOAD"], *rows]))
     else:
         print(f"(no memory for role:{args.role.removeprefix('role:')})")
     if answer.get("next"):
@@ -89,8 +87,8 @@ def memory_list_command(args: argparse.Namespace) -> int:
 
 def memory_redact_command(args: argparse.Namespace) -> int:
     path = _path(args.role) + "/" + urllib.parse.quote(args.entry_id, safe="") + "/redact"
-    entry = _client(args).request("POST", path, body={"reason": args.reason}).data
-    return _output(args, entry, _print_redacted)
+    entry = gateway_client(args).request("POST", path, body={"reason": args.reason}).data
+    return output(args, entry, _print_redacted)
 
 
 def _state(entry: JSON) -> str:
@@ -111,7 +109,7 @@ def _payload(entry: JSON) -> str:
 def _print_redacted(entry: JSON) -> None:
     redacted = entry.get("redacted") or {}
     print(
-        _table(
+        table(
             [
                 ["entry", f"{entry.get('id')}  (redacted)"],
                 ["role", str(entry.get("role"))],
