@@ -30,11 +30,12 @@ from core.model.errors import NotFound
 from core.model.tasks import TaskEvent
 from core.model.timeline import ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.ids import new_id
 from core.storage.rows import from_micros, to_micros
 from core.storage.tasks_store import event_from_row
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _ep, _c, _te = schema.endpoints, schema.stream_positions, schema.task_events
 _HEADS = select(_c.c.stream, _c.c.value).where(
@@ -72,7 +73,7 @@ def endpoint_from_row(row: Any) -> Endpoint:
     )
 
 
-def _heads(connection: Connection) -> Cursors:
+def _heads(connection: Reads) -> Cursors:
     values = {row.stream: row.value for row in connection.execute(_HEADS)}
     return Cursors(
         position=int(values.get(schema.EVENTS_STREAM, 0)),
@@ -90,7 +91,7 @@ def _standing_values(standing: Standing) -> dict[str, Any]:
     }
 
 
-def _get(connection: Connection, endpoint_id: str) -> Endpoint:
+def _get(connection: Reads, endpoint_id: str) -> Endpoint:
     row = connection.execute(_ENDPOINT, {"id": endpoint_id}).first()
     if row is None:
         raise NotFound(f"no endpoint with id {endpoint_id!r}", code="endpoint_not_found")
@@ -98,7 +99,7 @@ def _get(connection: Connection, endpoint_id: str) -> Endpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class CreateEndpoint:
+class CreateEndpoint(NoRuns):
     """A new endpoint, delivering from `start` in the timeline and `task_start` in the task
     events (inclusive; None: the head, only what comes next)."""
 
@@ -109,10 +110,14 @@ class CreateEndpoint:
     task_start: int | None = None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Endpoint]:
+    def check(self, batch: BatchView) -> tuple[int, int]:
+        """The cursors the endpoint starts at."""
         heads = _heads(batch.connection)
         position = cursor_before(self.start, heads.position, name=START)
-        task_position = cursor_before(self.task_start, heads.task_position, name=TASK_START)
+        return position, cursor_before(self.task_start, heads.task_position, name=TASK_START)
+
+    def write(self, batch: Batch, plan: tuple[int, int]) -> Callable[[], Endpoint]:
+        position, task_position = plan
         endpoint_id = new_id()
         kinds = self.filters.to_json()
         batch.connection.execute(
@@ -135,7 +140,7 @@ class CreateEndpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordAttempt:
+class RecordAttempt(NoRuns):
     """The worker's account of an attempt (or of events its filters passed over): the cursors
     it stored last (`seen`), the ones it has reached, and the standing now. False, changing
     nothing, when the row is no longer active at `seen`."""
@@ -146,7 +151,10 @@ class RecordAttempt:
     standing: Standing
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> None:
+        pass  # the update itself says whether the row is still as the worker saw it
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         changed = batch.connection.execute(
             update(_ep)
             .where(
@@ -166,7 +174,7 @@ class RecordAttempt:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayEndpoint:
+class ReplayEndpoint(NoRuns):
     """Move the cursors (to deliver again from these positions, inclusive; None leaves one as
     it is) and make the endpoint active with a clean slate."""
 
@@ -175,7 +183,8 @@ class ReplayEndpoint:
     task_start: int | None = None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Endpoint]:
+    def check(self, batch: BatchView) -> tuple[Standing, int, int]:
+        """The endpoint's standing and cursors after the replay."""
         current = _get(batch.connection, self.endpoint_id)
         standing = replayed(current.standing)
         heads = _heads(batch.connection)
@@ -184,6 +193,10 @@ class ReplayEndpoint:
             position = cursor_before(self.start, heads.position, name=START)
         if self.task_start is not None:
             task_position = cursor_before(self.task_start, heads.task_position, name=TASK_START)
+        return standing, position, task_position
+
+    def write(self, batch: Batch, plan: tuple[Standing, int, int]) -> Callable[[], Endpoint]:
+        standing, position, task_position = plan
         batch.connection.execute(
             update(_ep)
             .where(_ep.c.id == self.endpoint_id)
@@ -199,12 +212,15 @@ class ReplayEndpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteEndpoint:
+class DeleteEndpoint(NoRuns):
     endpoint_id: EndpointId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Endpoint]:
-        endpoint = _get(batch.connection, self.endpoint_id)
+    def check(self, batch: BatchView) -> Endpoint:
+        return _get(batch.connection, self.endpoint_id)
+
+    def write(self, batch: Batch, plan: Endpoint) -> Callable[[], Endpoint]:
+        endpoint = plan
         batch.connection.execute(delete(_ep).where(_ep.c.id == self.endpoint_id))
         return lambda: endpoint
 

@@ -30,8 +30,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from core.model.timeline import ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
 from core.storage.rows import from_micros
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 CHUNK = 2_000
 """Rows deleted per write batch."""
@@ -58,7 +59,7 @@ class Pruned:
 
 
 @dataclass(frozen=True, slots=True)
-class Prune:
+class Prune(NoRuns):
     """Delete up to `limit` rows of `kept` that are past their time: receipts received more than
     `keep` before the batch's time, OAuth states expired before it. Returns how many went."""
 
@@ -69,7 +70,10 @@ class Prune:
     """The webhook sources whose receipts may go (none: no webhook receipt goes)."""
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], int]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], int]:
         table, key, older = self._rows(batch.now)
         chosen = select(*key).where(older).limit(self.limit)
         if len(key) == 1:

@@ -59,10 +59,11 @@ from core.model.memory import (
 from core.model.memory_policy import MemoryPolicy
 from core.model.timeline import ThreadId, rfc3339
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _m = schema.memory_entries
 _r = schema.memory_redactions
@@ -87,7 +88,7 @@ _REDACTION_COLUMNS = (
 
 
 @dataclass(frozen=True, slots=True)
-class StoreMemory:
+class StoreMemory(NoRuns):
     role: str
     payload: Mapping[str, Any]
     thread_id: ThreadId | None
@@ -96,11 +97,15 @@ class StoreMemory:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,) if self.thread_id is not None else ()
 
-    def apply(self, batch: Batch) -> Callable[[], MemoryEntry]:
+    def check(self, batch: BatchView) -> tuple[ThreadId | None, bool]:
+        """The entry's stamp: its thread and `thread_only`, from the thread's policy now."""
         policy = None
         if self.thread_id is not None:
             policy = MemoryPolicy(thread_only=batch.thread(self.thread_id).thread_only)
-        thread_id, thread_only = stamp(self.thread_id, policy)
+        return stamp(self.thread_id, policy)
+
+    def write(self, batch: Batch, plan: tuple[ThreadId | None, bool]) -> Callable[[], MemoryEntry]:
+        thread_id, thread_only = plan
         entry = MemoryEntry(
             id=MemoryId(new_id()),
             role=self.role,
@@ -225,7 +230,7 @@ def has_entries(conn: Connection, role: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class RedactMemory:
+class RedactMemory(NoRuns):
     """Record an operator's redaction of one of `role`'s entries: 404 for an entry that is not
     the role's, 409 for one redacted already (the first redaction stands, who, when and why)."""
 
@@ -235,7 +240,8 @@ class RedactMemory:
     reason: str | None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], MemoryEntry]:
+    def check(self, batch: BatchView) -> MemoryEntry:
+        """The entry, not redacted yet."""
         found = batch.connection.execute(
             _with_redactions().where(_m.c.id == self.entry_id, _m.c.role == self.role)
         ).first()
@@ -251,6 +257,9 @@ class RedactMemory:
                 f"{rfc3339(earlier.at)} by {earlier.by}",
                 code="already_redacted",
             )
+        return _entry(found)
+
+    def write(self, batch: Batch, plan: MemoryEntry) -> Callable[[], MemoryEntry]:
         batch.connection.execute(
             _INSERT_REDACTION,
             {
@@ -268,7 +277,7 @@ class RedactMemory:
             by=self.by,
             reason=self.reason,
         )
-        entry = replace(_entry(found), redaction=redaction)
+        entry = replace(plan, redaction=redaction)
         return lambda: entry
 
 

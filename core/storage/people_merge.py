@@ -27,7 +27,7 @@ from core.model.participants import Address
 from core.model.people import MergePlan, plan_merge, readdressed
 from core.model.timeline import ThreadId
 from core.storage import schema
-from core.storage.writer import Batch
+from core.storage.batch import Batch
 
 _t, _p, _e = schema.threads, schema.thread_participants, schema.events
 _THREADS_OF = select(_p.c.thread_id).where(_p.c.address == bindparam("address"))

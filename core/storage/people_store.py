@@ -13,8 +13,8 @@ The rules are `core.model.people`'s; here is what makes them hold under concurre
 - **A redemption is one command**: the code is checked and used up, the identity moved, and —
   when it was the old person's last — the old person merged and their threads re-addressed
   (`core.storage.people_merge`), all in the batch's one transaction. Every check comes before the
-  first
-  write, so a refused redemption leaves nothing behind.
+  first write (in the command's `check`), so a refused redemption leaves nothing behind; only a
+  race lost to another process is found by a write (`Raced`).
 - **A first contact that joins by email** is one command too: the identity's owner, the people
   with the email (locked), and the identity attached to the one active among them — the
   `X has no person` case of a redemption, in the same `_attach` — else a new person. Two first
@@ -58,11 +58,12 @@ from core.model.people import (
 )
 from core.model.timeline import ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Raced, Reads
 from core.storage.pages import DEFAULT_PAGE
 from core.storage.people_merge import merge_threads
 from core.storage.rows import from_micros
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _p, _i, _c = schema.persons, schema.identities, schema.link_codes
 _PERSON = select(_p).where(_p.c.slug == bindparam("slug"))
@@ -107,14 +108,14 @@ def _dialect(connection: Connection) -> Any:
     return postgresql if connection.dialect.name == "postgresql" else sqlite
 
 
-def _locked_person(connection: Connection, slug: str) -> Person:
+def _locked_person(connection: Reads, slug: str) -> Person:
     row = connection.execute(_PERSON_FOR_UPDATE, {"slug": slug}).first()
     if row is None:
         raise NotFound(f"no person with slug {slug!r}", code="person_not_found")
     return person_from_row(row)
 
 
-def _owner(connection: Connection, identity: Identity) -> Person | None:
+def _owner(connection: Reads, identity: Identity) -> Person | None:
     row = connection.execute(_OWNER.with_for_update(of=_i), {"address": str(identity)}).first()
     return person_from_row(row) if row else None
 
@@ -161,14 +162,18 @@ def _attach(batch: Batch, identity: Identity, slug: str) -> bool:
     return bool(batch.connection.execute(insert, row).rowcount == 1)
 
 
-def _join_by_email(batch: Batch, identity: Identity, email: str) -> Person | None:
-    """Attach the identity (which has no person) to the one active person with this email, as
-    a link code would; None when there is no such person, or several."""
-    rows = batch.connection.execute(_WITH_EMAIL.with_for_update(of=_p), {"email": email})
+def _email_target(connection: Reads, email: str) -> Person | None:
+    """The one active person with this email (locked), whom an identity that has no person
+    joins as a link code would make it; None when there is no such person, or several."""
+    rows = connection.execute(_WITH_EMAIL.with_for_update(of=_p), {"email": email})
     target = email_join_target([person_from_row(row) for row in rows])
-    if target is None:
-        return None
-    check_can_link_to(target)  # as a redemption checks (it holds: the rule picked an active one)
+    if target is not None:
+        check_can_link_to(target)  # as a redemption checks (it holds: the rule picks active ones)
+    return target
+
+
+def _join(batch: Batch, identity: Identity, target: Person) -> Person:
+    """Attach the identity to `target`; the identity's person as it now stands."""
     if _attach(batch, identity, target.slug):
         return target
     winner = _owner(batch.connection, identity)  # another process gave it a person meanwhile
@@ -177,21 +182,29 @@ def _join_by_email(batch: Batch, identity: Identity, email: str) -> Person | Non
 
 
 @dataclass(frozen=True, slots=True)
-class ResolveIdentity:
+class ResolveIdentity(NoRuns):
     identity: Identity
     display_name: str
     email: str | None
     join_by_email: bool = False
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Person]:
+    def check(self, batch: BatchView) -> tuple[Person | None, Person | None]:
+        """The identity's person, if it has one; else whom it joins by email, if anyone."""
         found = _owner(batch.connection, self.identity)
+        if found is None and self.join_by_email and self.email is not None:
+            return None, _email_target(batch.connection, self.email)
+        return found, None
+
+    def write(
+        self, batch: Batch, plan: tuple[Person | None, Person | None]
+    ) -> Callable[[], Person]:
+        found, target = plan
         if found is not None:
             return lambda: found
-        if self.join_by_email and self.email is not None:
-            joined = _join_by_email(batch, self.identity, self.email)
-            if joined is not None:
-                return lambda: joined
+        if target is not None:
+            joined = _join(batch, self.identity, target)
+            return lambda: joined
         person = _insert_derived(batch, self.display_name, self.email)
         if not _attach(batch, self.identity, person.slug):
             # Another process made this identity's person a moment ago: theirs stands.
@@ -203,33 +216,42 @@ class ResolveIdentity:
 
 
 @dataclass(frozen=True, slots=True)
-class CreatePerson:
+class CreatePerson(NoRuns):
     slug: str | None
     display_name: str
     email: str | None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Person]:
+    def check(self, batch: BatchView) -> None:
+        if self.slug is not None and batch.connection.execute(_PERSON, {"slug": self.slug}).first():
+            raise self._exists()
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], Person]:
         if self.slug is None:
             person = _insert_derived(batch, self.display_name, self.email)
         else:
             found = _insert_person(batch, [self.slug], self.display_name, self.email)
             if found is None:
-                raise Conflict(f"person:{self.slug} exists already", code="person_exists")
+                raise Raced(self._exists())
             person = found
         return lambda: person
 
+    def _exists(self) -> Conflict:
+        return Conflict(f"person:{self.slug} exists already", code="person_exists")
+
 
 @dataclass(frozen=True, slots=True)
-class UpdatePerson:
+class UpdatePerson(NoRuns):
     slug: str
     change: PersonChange
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Person]:
+    def check(self, batch: BatchView) -> None:
         person = _locked_person(batch.connection, self.slug)
         if self.change.active is True:
             check_reactivation(person)
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], Person]:
         values: dict[str, Any] = {}
         if self.change.display_name is not None:
             values["display_name"] = self.change.display_name
@@ -244,22 +266,34 @@ class UpdatePerson:
 
 
 @dataclass(frozen=True, slots=True)
-class AddIdentity:
+class AddIdentity(NoRuns):
     slug: str
     identity: Identity
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Person, bool]]:
+    def check(self, batch: BatchView) -> tuple[Person, bool]:
+        """The person, and whether they have the identity already."""
         person = _locked_person(batch.connection, self.slug)
         check_can_link_to(person)
         owner = _owner(batch.connection, self.identity)
-        if owner is None and _attach(batch, self.identity, self.slug):
-            return lambda: (person, True)
-        owner = owner or _owner(batch.connection, self.identity)
-        if owner is not None and owner.slug == self.slug:
+        if owner is not None and owner.slug != self.slug:
+            raise self._taken(person, owner)
+        return person, owner is not None
+
+    def write(self, batch: Batch, plan: tuple[Person, bool]) -> Callable[[], tuple[Person, bool]]:
+        person, had = plan
+        if had:
             return lambda: (person, False)
+        if _attach(batch, self.identity, self.slug):
+            return lambda: (person, True)
+        owner = _owner(batch.connection, self.identity)  # another process gave it a person
         assert owner is not None
-        raise Conflict(
+        if owner.slug == self.slug:
+            return lambda: (person, False)
+        raise Raced(self._taken(person, owner))
+
+    def _taken(self, person: Person, owner: Person) -> Conflict:
+        return Conflict(
             f"identity {self.identity} belongs to {owner.address}; to move it, redeem a link "
             f"code of {person.address} with it",
             code="identity_taken",
@@ -267,14 +301,15 @@ class AddIdentity:
 
 
 @dataclass(frozen=True, slots=True)
-class MintLinkCode:
+class MintLinkCode(NoRuns):
     slug: str
     ttl: timedelta
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], LinkCode]:
-        person = _locked_person(batch.connection, self.slug)
-        check_can_link_to(person)
+    def check(self, batch: BatchView) -> None:
+        check_can_link_to(_locked_person(batch.connection, self.slug))
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], LinkCode]:
         connection = batch.connection
         connection.execute(delete(_c).where(_c.c.expires_at < batch.now - _micros(_KEEP_EXPIRED)))
         expires = batch.now + _micros(self.ttl)
@@ -293,12 +328,13 @@ class MintLinkCode:
 
 
 @dataclass(frozen=True, slots=True)
-class RedeemLinkCode:
+class RedeemLinkCode(NoRuns):
     code_hash: str
     identity: Identity
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Person]:
+    def check(self, batch: BatchView) -> tuple[Person, Person | None]:
+        """The code's person and the identity's person now (both locked, the code too)."""
         connection = batch.connection
         code = connection.execute(_CODE_FOR_UPDATE, {"hash": self.code_hash}).first()
         if code is None:
@@ -314,15 +350,21 @@ class RedeemLinkCode:
         if owner is not None:
             owner = _locked_person(connection, owner.slug)
             check_identity_movable(owner, target)
+        return target, owner
+
+    def write(self, batch: Batch, plan: tuple[Person, Person | None]) -> Callable[[], Person]:
+        target, owner = plan
         if owner is None:
-            if not _attach(batch, self.identity, target.slug):  # the last check: raced
-                raise Conflict(
-                    f"identity {self.identity} was linked to someone else meanwhile; try again",
-                    code="identity_taken",
+            if not _attach(batch, self.identity, target.slug):
+                raise Raced(
+                    Conflict(
+                        f"identity {self.identity} was linked to someone else meanwhile; try again",
+                        code="identity_taken",
+                    )
                 )
         elif owner.slug != target.slug:
             self._move(batch, owner, target)
-        connection.execute(
+        batch.connection.execute(
             update(_c).where(_c.c.code_hash == self.code_hash).values(used_at=batch.now)
         )
         return lambda: target

@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import bindparam, delete, insert, update
 
 from core.model.errors import Conflict, NotAllowed
-from core.model.membership import ParticipantState
 from core.model.participants import Address
 from core.model.runs.conversation import FRESH_SESSION_NOTICE
 from core.model.runs.run import (
@@ -29,21 +28,30 @@ from core.model.runs.run import (
     TurnCause,
     TurnOutcome,
 )
-from core.model.tasks import Actor, ActorKind, TaskEvent, TaskId
+from core.model.runs.turn_end import (
+    Posting,
+    Standing,
+    cursor_after_turn,
+    is_superseded,
+    posting,
+    standing_after,
+    turn_number,
+)
+from core.model.tasks import Actor, ActorKind, Task, TaskEvent, TaskId
 from core.model.timeline import AnyEvent, Message, SystemNote, ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, RunState
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.runs_reads import conversation_run, run, task_run
 from core.storage.statements import DriverStatement
-from core.storage.tasks_store import comment_as
-from core.storage.writer import Batch, RunState
+from core.storage.tasks_store import comment_as, locked_task
 
 _r, _s, _turns, _t = schema.runs, schema.run_sessions, schema.turns, schema.threads
 
 
 @dataclass(frozen=True, slots=True)
-class _OnThread:
+class _OnThread(NoRuns):
     thread_id: ThreadId
 
     @property
@@ -57,15 +65,18 @@ class EnsureConversationRun(_OnThread):
 
     role: str
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Run, bool]]:
-        found = conversation_run(batch.connection, self.thread_id, self.role)
-        if found is not None:
-            return lambda: (found, False)
-        thread = batch.thread(self.thread_id)
-        if Address(f"role:{self.role}") not in thread.states:
+    def check(self, batch: BatchView) -> None:
+        # Membership is permanent and only a member's run is ever created, so a role that is
+        # not a member has no run here either.
+        if Address(f"role:{self.role}") not in batch.thread(self.thread_id).states:
             raise NotAllowed(
                 f"role:{self.role} is not a member of this thread", code="not_a_member"
             )
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Run, bool]]:
+        found = conversation_run(batch.connection, self.thread_id, self.role)
+        if found is not None:
+            return lambda: (found, False)
         created = _create_run(batch, RunKind.CONVERSATION, self.role, thread_id=self.thread_id)
         return lambda: (created, True)
 
@@ -146,11 +157,16 @@ class AdvanceCursor:
     def run_ids(self) -> Sequence[str]:
         return (self.run_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> bool:
+        """Whether the cursors are still where the move expects them."""
         state = batch.run(self.run_id)
         expected = (self.expected_cursor, self.expected_task_cursor)
-        if (state.cursor, state.task_cursor) != expected:
+        return not is_superseded((state.cursor, state.task_cursor), expected)
+
+    def write(self, batch: Batch, plan: bool) -> Callable[[], bool]:
+        if not plan:
             return lambda: False
+        state = batch.run(self.run_id)
         state.cursor, state.task_cursor, state.changed = self.to, self.task_to, True
         return lambda: True
 
@@ -204,26 +220,31 @@ class FinishTurn(_OnThread):
     def run_ids(self) -> Sequence[str]:
         return (self.run_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
+    def check(self, batch: BatchView) -> _TurnPlan:
         thread = batch.thread(self.thread_id)
         role = Address(f"role:{self.role}")
-        speaks = thread.states.get(role) is ParticipantState.ACTIVE
         said = [*self.messages, *([self.notice] if self.notice is not None else [])]
-        error = self.record.error
-        if said and not speaks:
-            error = (error + "; " if error else "") + f"{role} was removed; nothing was posted"
-        # Only what the run has looked at, plus what it says now, lies behind the cursor.
-        caught_up = thread.last_seq == self.cursor_to
-        posted = len(said) if speaks else 0
-        cursor = thread.last_seq + posted if caught_up else self.cursor_to
+        posts = posting(role, thread.states.get(role), says=bool(said), error=self.record.error)
+        cursor = cursor_after_turn(
+            last_seq=thread.last_seq,
+            cursor_to=self.cursor_to,
+            posted=len(said) if posts.speaks else 0,
+        )
         state = batch.run(self.run_id)
-        if (state.cursor, state.task_cursor) != (self.expected_cursor, self.expected_task_cursor):
+        expected = (self.expected_cursor, self.expected_task_cursor)
+        if is_superseded((state.cursor, state.task_cursor), expected):
             raise Conflict(
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
-        state.cursor, state.task_cursor = cursor, self.task_cursor_to
+        return _TurnPlan(posts, cursor)
+
+    def write(self, batch: Batch, plan: _TurnPlan) -> Callable[[], TurnEnd]:
+        thread = batch.thread(self.thread_id)
+        role = Address(f"role:{self.role}")
+        state = batch.run(self.run_id)
+        state.cursor, state.task_cursor = plan.cursor, self.task_cursor_to
         indexes: list[int] = []
-        if speaks:
+        if plan.posting.speaks:
             for text in self.messages:
                 indexes.append(batch.stage(thread, Message, author=role, text=text, context=None))
             if self.notice is not None:
@@ -236,8 +257,14 @@ class FinishTurn(_OnThread):
             session_state=self.session_state,
             cursors=(self.expected_cursor, self.cursor_to),
             replies=lambda: [batch.committed[i] for i in indexes],
-            error=error,
+            error=plan.posting.error,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnPlan:
+    posting: Posting
+    cursor: int
 
 
 def _close_turn(
@@ -253,12 +280,13 @@ def _close_turn(
 ) -> Callable[[], TurnEnd]:
     """What every end of a turn does to its run: number the turn, set the run's status, store
     the session's state, and record the turn (once what it posted has ids)."""
-    state.last_turn = number = state.last_turn + 1
-    if failed:
-        state.status, state.failures = RunStatus.FAILED.value, state.failures + 1
-        state.last_error = record.error
-    else:
-        state.status, state.failures = RunStatus.READY.value, 0
+    state.last_turn = number = turn_number(state.last_turn)
+    before = Standing(
+        status=RunStatus(state.status), failures=state.failures, last_error=state.last_error
+    )
+    after = standing_after(before, failed=failed, error=record.error)
+    state.status, state.failures = after.status.value, after.failures
+    state.last_error = after.last_error
     state.changed = True
     if session_state is not None:
         _SAVE_SESSION.execute(batch.connection, (dict(session_state), record.session_id))
@@ -313,7 +341,15 @@ class StartFreshSession(_OnThread):
 
     run_id: RunId
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Run, AnyEvent]]:
+    @property
+    def run_ids(self) -> Sequence[str]:
+        return (self.run_id,)
+
+    def check(self, batch: BatchView) -> None:
+        batch.run(self.run_id)  # NotFound for an unknown run
+        batch.thread(self.thread_id)
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Run, AnyEvent]]:
         current = run(batch.connection, self.run_id)
         thread = batch.thread(self.thread_id)
         session_id = new_id()
@@ -339,7 +375,7 @@ class StartFreshSession(_OnThread):
 
 
 @dataclass(frozen=True, slots=True)
-class MintRunToken:
+class MintRunToken(NoRuns):
     """Store the digest of a new token naming `run_id`. A token for an agent session
     (`session_id`) replaces the run's earlier session tokens; an operator's (none) adds one."""
 
@@ -348,8 +384,10 @@ class MintRunToken:
     session_id: str | None = None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
         batch.run(self.run_id)  # NotFound for an unknown run
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         if self.session_id is not None:
             batch.connection.execute(_REPLACED_TOKENS, {"run_id": self.run_id})
         batch.connection.execute(
@@ -365,13 +403,16 @@ class MintRunToken:
 
 
 @dataclass(frozen=True, slots=True)
-class RevokeRunToken:
+class RevokeRunToken(NoRuns):
     """Forget a token (its digest): it names no run from now on. Nothing when it is unknown."""
 
     token_hash: str
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.connection.execute(_REVOKE_TOKEN, {"token_hash": self.token_hash})
         return lambda: None
 
@@ -385,14 +426,17 @@ _REVOKE_TOKEN = delete(_tok).where(_tok.c.token_hash == bindparam("token_hash"))
 
 
 @dataclass(frozen=True, slots=True)
-class EnsureTaskRun:
+class EnsureTaskRun(NoRuns):
     """The run of `role` on the task, created (with its first session) if absent."""
 
     task_id: TaskId
     role: str
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Run, bool]]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Run, bool]]:
         found = task_run(batch.connection, self.task_id, self.role)
         if found is not None:
             return lambda: (found, False)
@@ -420,14 +464,20 @@ class FinishTaskTurn:
     def run_ids(self) -> Sequence[str]:
         return (self.run_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], TurnEnd]:
+    def check(self, batch: BatchView) -> Task | None:
+        """The task the comments go to, locked (None: no comments)."""
         state = batch.run(self.run_id)
-        if state.task_cursor != self.expected_task_cursor:
+        # A task run has no conversation cursor: only its task cursor must be where it was.
+        if is_superseded((state.task_cursor,), (self.expected_task_cursor,)):
             raise Conflict(
                 "the run moved on while this turn ran; its end was dropped", code="superseded"
             )
+        return locked_task(batch.connection, self.task_id) if self.comments else None
+
+    def write(self, batch: Batch, plan: Task | None) -> Callable[[], TurnEnd]:
+        state = batch.run(self.run_id)
         actor = Actor(kind=ActorKind.RUN, name=f"role:{self.role}", run_id=self.run_id)
-        posted = comment_as(batch, self.task_id, self.comments, actor) if self.comments else []
+        posted = comment_as(batch, plan, self.comments, actor) if plan is not None else []
         state.task_cursor = self.task_cursor_to
         return _close_turn(
             batch,

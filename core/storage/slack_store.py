@@ -28,9 +28,10 @@ from core.model.errors import RolecallError
 from core.model.participants import Address
 from core.model.timeline import AnyEvent, EventId, MessageContext, ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.threads_commands import PostMessage, Retract
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 CHANNEL = "slack"
 REPLACES = "replaces"
@@ -128,28 +129,43 @@ def _bind(batch: Batch, role: str, team_id: str, channel_id: str, thread_id: Thr
     )
 
 
-def _all_or_nothing(
-    batch: Batch, delivery: SlackDelivery, act: Callable[[], Callable[[], AnyEvent | None]]
-) -> Callable[[], AnyEvent | None]:
-    """Apply the timeline command of a delivery recorded just now: when a rule refuses it (a
-    removed person, a message not theirs), the record is deleted again, so a later delivery of
-    the same event — after the cause is fixed — is not taken for a repeat. The rules refuse
-    before anything is written or staged, so the record is all there is to undo (cheaper than
-    a savepoint around every message); any other error rolls the whole batch back."""
+def _refused_unless_repeat(
+    batch: BatchView, delivery: SlackDelivery, check: Callable[[BatchView], None]
+) -> bool:
+    """Run the check of a delivery's timeline command: True when it holds; False when a rule
+    refuses it but the delivery was handled before (a repeat changes nothing, whatever the rules
+    say now); else the refusal is raised — before anything is recorded, so a later delivery of
+    the same event, after the cause is fixed, is not taken for a repeat. The record is looked
+    for only when a rule refuses: the common way costs no read."""
     try:
-        return act()
+        check(batch)
     except RolecallError:
-        batch.connection.execute(delete(_ev).where(_ev.c.event_id == delivery.event_id))
+        seen = select(_ev.c.event_id).where(_ev.c.event_id == delivery.event_id)
+        if batch.connection.execute(seen).first() is not None:
+            return False
         raise
+    return True
 
 
-def _message_at(connection: Connection, role: str, channel_id: str, ts: str) -> EventId | None:
+def _message_at(connection: Reads, role: str, channel_id: str, ts: str) -> EventId | None:
     found = connection.execute(
         select(_m.c.message_id).where(
             _m.c.role == role, _m.c.channel_id == channel_id, _m.c.ts == ts
         )
     ).scalar()
     return EventId(found) if found is not None else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Heard:
+    """What the check of an inbound delivery found: a repeat that a rule would refuse now
+    (nothing to do), or the timeline command it carries out once recorded (none: nothing but
+    the record)."""
+
+    repeat: bool = False
+    post: PostMessage | None = None
+    edited: EventId | None = None
+    retract: Retract | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +179,7 @@ class SlackDelivery:
 
 
 @dataclass(frozen=True, slots=True)
-class SayFromSlack:
+class SayFromSlack(NoRuns):
     """A person's message in a DM, or an edit of one (`replaces`: the edited message's ts, which
     is also `ts`; the new message says it replaces the old one, and the Slack message stands for
     the new one from then on). None when the delivery was handled before."""
@@ -180,10 +196,8 @@ class SayFromSlack:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+    def check(self, batch: BatchView) -> _Heard:
         d = self.delivery
-        if not _first_delivery(batch, d.event_id, d.role):
-            return lambda: None
         context = None
         edited = (
             _message_at(batch.connection, d.role, d.channel_id, self.replaces)
@@ -193,7 +207,17 @@ class SayFromSlack:
         if edited is not None:
             context = MessageContext(kind=REPLACES, originating_message=edited)
         post = PostMessage(self.thread_id, self.author, self.text, context, CHANNEL)
-        finish = _all_or_nothing(batch, d, lambda: post.apply(batch))
+        if not _refused_unless_repeat(batch, d, post.check):
+            return _Heard(repeat=True)
+        return _Heard(post=post, edited=edited)
+
+    def write(self, batch: Batch, plan: _Heard) -> Callable[[], AnyEvent | None]:
+        d = self.delivery
+        if plan.repeat or not _first_delivery(batch, d.event_id, d.role):
+            return lambda: None
+        assert plan.post is not None
+        finish = plan.post.write(batch, None)
+        edited = plan.edited
         index = len(batch.staged) - 1
         _bind(batch, d.role, d.team_id, d.channel_id, self.thread_id)
         if edited is not None:  # the Slack message now stands for its latest version
@@ -219,7 +243,7 @@ class SayFromSlack:
 
 
 @dataclass(frozen=True, slots=True)
-class RetractFromSlack:
+class RetractFromSlack(NoRuns):
     """A person deleted their Slack message: the timeline message it stands for is retracted
     by them. None when the delivery was handled before or the message is not one we know."""
 
@@ -232,32 +256,43 @@ class RetractFromSlack:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], AnyEvent | None]:
+    def check(self, batch: BatchView) -> _Heard:
         d = self.delivery
-        if not _first_delivery(batch, d.event_id, d.role):
-            return lambda: None
         message_id = _message_at(batch.connection, d.role, d.channel_id, self.ts)
         if message_id is None:
-            return lambda: None
+            return _Heard()  # not a message we know: only the delivery is recorded
         retract = Retract(self.thread_id, message_id, self.author, "deleted in Slack")
-        return _all_or_nothing(batch, d, lambda: retract.apply(batch))
+        if not _refused_unless_repeat(batch, d, retract.check):
+            return _Heard(repeat=True)
+        return _Heard(retract=retract)
+
+    def write(self, batch: Batch, plan: _Heard) -> Callable[[], AnyEvent | None]:
+        d = self.delivery
+        if plan.repeat or not _first_delivery(batch, d.event_id, d.role):
+            return lambda: None
+        if plan.retract is None:
+            return lambda: None
+        return plan.retract.write(batch, None)
 
 
 @dataclass(frozen=True, slots=True)
-class SeenInSlack:
+class SeenInSlack(NoRuns):
     """A delivery handled without a message (a bot's echo, an event we do not act on): record
     it so a retry is recognised. False when it was recorded before."""
 
     delivery: SlackDelivery
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         first = _first_delivery(batch, self.delivery.event_id, self.delivery.role)
         return lambda: first
 
 
 @dataclass(frozen=True, slots=True)
-class PostedToSlack:
+class PostedToSlack(NoRuns):
     """Slack accepted the post of a timeline message: remember its `ts` (and, with `position`,
     move the role's delivery cursor past it in the same transaction)."""
 
@@ -269,7 +304,10 @@ class PostedToSlack:
     position: int | None = None
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.connection.execute(
             _upserts(batch.connection).post,
             {
@@ -289,7 +327,7 @@ class PostedToSlack:
 
 
 @dataclass(frozen=True, slots=True)
-class IntendToPost:
+class IntendToPost(NoRuns):
     """The delivery is about to post a timeline event to a DM: committed before the post.
     True when the intent is new; False when it was there already (an earlier attempt, which
     may have reached Slack)."""
@@ -299,7 +337,10 @@ class IntendToPost:
     channel_id: str
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         inserted = batch.connection.execute(
             _upserts(batch.connection).intend,
             {
@@ -314,7 +355,7 @@ class IntendToPost:
 
 
 @dataclass(frozen=True, slots=True)
-class GiveUpPost:
+class GiveUpPost(NoRuns):
     """Slack will never take the post (a permanent refusal, a workspace the app left): the
     intent is dropped, the event is not posted."""
 
@@ -322,7 +363,10 @@ class GiveUpPost:
     message_id: EventId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         _fulfil(batch, self.role, self.message_id)
         return lambda: None
 
@@ -334,14 +378,17 @@ def _fulfil(batch: Batch, role: str, message_id: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class BindSlackConversation:
+class BindSlackConversation(NoRuns):
     role: str
     team_id: str
     channel_id: str
     thread_id: ThreadId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], SlackBinding]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], SlackBinding]:
         _bind(batch, self.role, self.team_id, self.channel_id, self.thread_id)
         since = batch.connection.execute(
             select(_cv.c.since_position).where(
@@ -355,12 +402,15 @@ class BindSlackConversation:
 
 
 @dataclass(frozen=True, slots=True)
-class AdvanceSlackCursor:
+class AdvanceSlackCursor(NoRuns):
     role: str
     position: int
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         _advance(batch, self.role, self.position)
         return lambda: None
 

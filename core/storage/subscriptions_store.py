@@ -27,9 +27,10 @@ from core.model.runs.run import Run, RunId
 from core.model.tasks import ExternalRef, Task, TaskEvent, TaskId
 from core.model.timeline import ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
 from core.storage.tasks_store import event_from_row, lock_external, task_by_external, task_from_row
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _s, _e, _t, _r = schema.subscriptions, schema.task_events, schema.tasks, schema.runs
 _x = schema.external_subscriptions
@@ -37,18 +38,33 @@ _c = schema.stream_positions
 _HEAD = select(_c.c.value).where(_c.c.stream == schema.TASK_EVENTS_STREAM)
 
 
+class _OfRun:
+    """A command about one run, whose row the batch reads with the others'."""
+
+    __slots__ = ()
+    run_id: RunId
+
+    @property
+    def run_ids(self) -> Sequence[str]:
+        return (self.run_id,)
+
+
 @dataclass(frozen=True, slots=True)
-class Subscribe:
+class Subscribe(_OfRun):
     run_id: RunId
     task_id: TaskId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> bool:
+        """Whether the subscription is new."""
         batch.run(self.run_id)  # NotFound for an unknown run
         if batch.connection.execute(select(_t.c.id).where(_t.c.id == self.task_id)).first() is None:
             raise NotFound(f"no task with id {self.task_id!r}", code="task_not_found")
         key = and_(_s.c.run_id == self.run_id, _s.c.task_id == self.task_id)
-        if batch.connection.execute(select(_s.c.run_id).where(key)).first() is not None:
+        return batch.connection.execute(select(_s.c.run_id).where(key)).first() is None
+
+    def write(self, batch: Batch, plan: bool) -> Callable[[], bool]:
+        if not plan:
             return lambda: False
         since = batch.connection.execute(_HEAD).scalar_one()
         batch.connection.execute(
@@ -60,12 +76,15 @@ class Subscribe:
 
 
 @dataclass(frozen=True, slots=True)
-class Unsubscribe:
+class Unsubscribe(NoRuns):
     run_id: RunId
     task_id: TaskId
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], bool]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         gone = batch.connection.execute(
             delete(_s).where(_s.c.run_id == self.run_id, _s.c.task_id == self.task_id)
         ).rowcount
@@ -73,7 +92,7 @@ class Unsubscribe:
 
 
 @dataclass(frozen=True, slots=True)
-class SubscribeByKey:
+class SubscribeByKey(_OfRun):
     """Watch an external item by its key: its task, when one refers to it; otherwise wait for
     it (`external_subscriptions`): the task's creation turns the wait into a subscription.
     Answers (the task's id or None, whether this is new)."""
@@ -82,13 +101,23 @@ class SubscribeByKey:
     ref: ExternalRef
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[TaskId | None, bool]]:
+    def check(self, batch: BatchView) -> tuple[Subscribe, bool] | None:
+        """The subscription to the item's task and its check's plan; None: no task yet."""
         batch.run(self.run_id)  # NotFound for an unknown run
-        lock_external(batch, self.ref)
+        lock_external(batch.connection, self.ref)
         task = task_by_external(batch.connection, self.ref)
-        if task is not None:
-            added = Subscribe(self.run_id, task.id).apply(batch)()
-            return lambda: (task.id, added)
+        if task is None:
+            return None
+        subscribe = Subscribe(self.run_id, task.id)
+        return subscribe, subscribe.check(batch)
+
+    def write(
+        self, batch: Batch, plan: tuple[Subscribe, bool] | None
+    ) -> Callable[[], tuple[TaskId | None, bool]]:
+        if plan is not None:
+            subscribe, new = plan
+            added = subscribe.write(batch, new)()
+            return lambda: (subscribe.task_id, added)
         inserted = batch.connection.execute(
             _dialect(batch.connection)
             .insert(_x)
@@ -104,7 +133,7 @@ class SubscribeByKey:
 
 
 @dataclass(frozen=True, slots=True)
-class UnsubscribeByKey:
+class UnsubscribeByKey(NoRuns):
     """Stop watching an external item: its task's subscription, or the wait for it. Answers
     (the task's id or None, whether the run watched it)."""
 
@@ -112,8 +141,10 @@ class UnsubscribeByKey:
     ref: ExternalRef
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[TaskId | None, bool]]:
-        task = task_by_external(batch.connection, self.ref)
+    def check(self, batch: BatchView) -> Task | None:
+        return task_by_external(batch.connection, self.ref)
+
+    def write(self, batch: Batch, plan: Task | None) -> Callable[[], tuple[TaskId | None, bool]]:
         waited = batch.connection.execute(
             delete(_x).where(
                 _x.c.run_id == self.run_id,
@@ -121,10 +152,11 @@ class UnsubscribeByKey:
                 _x.c.ext_key == self.ref.key,
             )
         ).rowcount
-        if task is None:
+        if plan is None:
             return lambda: (None, waited == 1)
-        watched = Unsubscribe(self.run_id, task.id).apply(batch)()
-        return lambda: (task.id, watched or waited == 1)
+        task_id = plan.id
+        watched = Unsubscribe(self.run_id, task_id).write(batch, None)()
+        return lambda: (task_id, watched or waited == 1)
 
 
 def _dialect(connection: Connection):  # type: ignore[no-untyped-def]

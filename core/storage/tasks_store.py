@@ -34,10 +34,11 @@ from core.model.tasks import (
 )
 from core.model.timeline import ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.ids import new_id
 from core.storage.rows import from_micros
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _t, _e, _c = schema.tasks, schema.task_events, schema.stream_positions
 _x = schema.external_subscriptions
@@ -126,15 +127,16 @@ def _append(
     return event
 
 
-def _locked(batch: Batch, task_id: TaskId) -> Task:
-    row = batch.connection.execute(_TASK_FOR_UPDATE, {"id": task_id}).first()
+def locked_task(connection: Reads, task_id: TaskId) -> Task:
+    """The task, its row locked for the change (`task_not_found`)."""
+    row = connection.execute(_TASK_FOR_UPDATE, {"id": task_id}).first()
     if row is None:
         raise NotFound(f"no task with id {task_id!r}", code="task_not_found")
     return task_from_row(row)
 
 
 @dataclass(frozen=True, slots=True)
-class CreateTask:
+class CreateTask(NoRuns):
     title: str
     body: str
     assignee: str | None
@@ -142,9 +144,9 @@ class CreateTask:
     actor: Actor
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Task, TaskEvent]]:
+    def check(self, batch: BatchView) -> None:
         if self.external is not None:
-            lock_external(batch, self.external)
+            lock_external(batch.connection, self.external)
             taken = batch.connection.execute(
                 select(_t.c.id).where(
                     _t.c.ext_source == self.external.source, _t.c.ext_key == self.external.key
@@ -155,6 +157,8 @@ class CreateTask:
                     f"task {taken.id} already refers to {self.external.source}:{self.external.key}",
                     code="external_taken",
                 )
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Task, TaskEvent]]:
         task_id = TaskId(new_id())
         ext = self.external
         batch.connection.execute(
@@ -187,13 +191,13 @@ class CreateTask:
         return lambda: (task, event)
 
 
-def lock_external(batch: Batch, ref: ExternalRef) -> None:
+def lock_external(connection: Reads, ref: ExternalRef) -> None:
     """Serialise, across replicas, the transactions that create the task of an external item
     or subscribe to it before it exists (PostgreSQL: a transaction-scoped advisory lock on the
     key; SQLite's writer holds the whole file). Without it a subscription by key and the task's
     creation, committed side by side, would miss each other."""
-    if batch.connection.dialect.name == "postgresql":
-        batch.connection.execute(_LOCK_EXTERNAL, {"ref": ref.text})
+    if connection.dialect.name == "postgresql":
+        connection.execute(_LOCK_EXTERNAL, {"ref": ref.text})
 
 
 def _adopt_watchers(batch: Batch, task_id: TaskId, ext: ExternalRef, since: int) -> None:
@@ -210,15 +214,21 @@ def _adopt_watchers(batch: Batch, task_id: TaskId, ext: ExternalRef, since: int)
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateTask:
+class UpdateTask(NoRuns):
     task_id: TaskId
     change: TaskChange
     actor: Actor
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Task, TaskEvent | None]]:
-        task = _locked(batch, self.task_id)
-        changes = diff(task, self.change)
+    def check(self, batch: BatchView) -> tuple[Task, dict[str, dict[str, Any]]]:
+        """The task, locked, and what the change changes in it."""
+        task = locked_task(batch.connection, self.task_id)
+        return task, diff(task, self.change)
+
+    def write(
+        self, batch: Batch, plan: tuple[Task, dict[str, dict[str, Any]]]
+    ) -> Callable[[], tuple[Task, TaskEvent | None]]:
+        task, changes = plan
         if not changes:
             return lambda: (task, None)
         values: dict[str, Any] = {k: v["to"] for k, v in changes.items()}
@@ -233,11 +243,10 @@ class UpdateTask:
         return lambda: (after, event)
 
 
-def comment_as(
-    batch: Batch, task_id: TaskId, texts: Sequence[str], actor: Actor
-) -> list[TaskEvent]:
-    """Append comments to the task, each a task event by `actor` (the task row locked)."""
-    task = _locked(batch, task_id)
+def comment_as(batch: Batch, task: Task, texts: Sequence[str], actor: Actor) -> list[TaskEvent]:
+    """Append comments to the task (as read with its row locked: `locked_task`), each a task
+    event by `actor`."""
+    task_id = task.id
     seq = task.events
     events = []
     for text in texts:
@@ -250,15 +259,17 @@ def comment_as(
 
 
 @dataclass(frozen=True, slots=True)
-class CommentOnTask:
+class CommentOnTask(NoRuns):
     task_id: TaskId
     text: str
     actor: Actor
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], TaskEvent]:
-        task = _locked(batch, self.task_id)
-        seq = task.events + 1
+    def check(self, batch: BatchView) -> Task:
+        return locked_task(batch.connection, self.task_id)
+
+    def write(self, batch: Batch, plan: Task) -> Callable[[], TaskEvent]:
+        seq = plan.events + 1
         batch.connection.execute(
             update(_t).where(_t.c.id == self.task_id).values(updated_at=batch.now, last_seq=seq)
         )
@@ -278,7 +289,7 @@ def task_with_events(conn: Connection, task_id: str) -> tuple[Task, list[TaskEve
     return task_from_row(row), [event_from_row(e) for e in events]
 
 
-def task_row(conn: Connection, task_id: str) -> Task | None:
+def task_row(conn: Reads, task_id: str) -> Task | None:
     row = conn.execute(_TASK, {"id": task_id}).first()
     return task_from_row(row) if row else None
 
@@ -289,7 +300,7 @@ _BY_EXTERNAL = select(_t).where(
 _BY_EXTERNAL_FOR_UPDATE = _BY_EXTERNAL.with_for_update()
 
 
-def task_by_external(conn: Connection, ref: ExternalRef, *, lock: bool = False) -> Task | None:
+def task_by_external(conn: Reads, ref: ExternalRef, *, lock: bool = False) -> Task | None:
     """The task that refers to the external item, if any (`lock`: its row locked)."""
     query = _BY_EXTERNAL_FOR_UPDATE if lock else _BY_EXTERNAL
     row = conn.execute(query, {"source": ref.source, "key": ref.key}).first()

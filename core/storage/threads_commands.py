@@ -1,4 +1,4 @@
-"""The writes, as commands for the writer: each checks the core's rules, then stages.
+"""The writes of threads, as commands for the writer: each checks the core's rules, then stages.
 
 Every command names the threads it touches (`thread_ids`) so the writer can lock them up front,
 and answers its caller only after the batch committed.
@@ -28,9 +28,9 @@ from core.model.timeline import (
     check_retraction,
 )
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, ThreadState
 from core.storage.ids import new_id
 from core.storage.rows import event_from_row
-from core.storage.writer import Batch, ThreadState
 
 
 def _committed(batch: Batch, index: int) -> Callable[[], AnyEvent]:
@@ -38,7 +38,7 @@ def _committed(batch: Batch, index: int) -> Callable[[], AnyEvent]:
 
 
 @dataclass(frozen=True, slots=True)
-class _InThread:
+class _InThread(NoRuns):
     """A command about one existing thread."""
 
     thread_id: ThreadId
@@ -49,11 +49,14 @@ class _InThread:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolveThread:
+class ResolveThread(NoRuns):
     participants: ParticipantSet
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], tuple[Thread, bool]]:
+    def check(self, batch: BatchView) -> None:
+        pass  # any set of participants has its thread
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Thread, bool]]:
         t = schema.threads
         by_key = select(t.c.id).where(t.c.set_key == self.participants.key)
         found = (batch.connection.execute(by_key)).scalar()
@@ -89,9 +92,11 @@ class PostMessage(_InThread):
     context: MessageContext | None
     channel: str | None = None
 
-    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def check(self, batch: BatchView) -> None:
+        check_can_act(batch.thread(self.thread_id).states, self.author)
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
-        check_can_act(thread.states, self.author)
         index = batch.stage(
             thread,
             Message,
@@ -108,9 +113,13 @@ class ChangeParticipantState(_InThread):
     participant: Address
     to_state: ParticipantState
 
-    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def check(self, batch: BatchView) -> ParticipantState:
+        """The participant's state before the change."""
+        return change_state(batch.thread(self.thread_id).states, self.participant, self.to_state)
+
+    def write(self, batch: Batch, plan: ParticipantState) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
-        from_state = change_state(thread.states, self.participant, self.to_state)
+        from_state = plan
         thread.states[self.participant] = self.to_state
         thread.changed_states.add(self.participant)
         index = batch.stage(
@@ -129,14 +138,14 @@ class Retract(_InThread):
     author: Address
     reason: str | None
 
-    def apply(self, batch: Batch) -> Callable[[], AnyEvent]:
+    def check(self, batch: BatchView) -> None:
         thread = batch.thread(self.thread_id)
         e = schema.events
         row = batch.connection.execute(
             select(e).where(e.c.id == self.message_id, e.c.thread_id == self.thread_id)
         ).first()
         already = (
-            self.message_id in batch.retracted
+            batch.retracted_here(self.message_id)
             or (
                 batch.connection.execute(
                     select(e.c.id).where(e.c.kind == "retraction", e.c.target == self.message_id)
@@ -148,6 +157,9 @@ class Retract(_InThread):
             event_from_row(row) if row else None, self.author, already_retracted=already
         )
         check_can_act(thread.states, self.author)
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], AnyEvent]:
+        thread = batch.thread(self.thread_id)
         batch.retracted.add(self.message_id)
         index = batch.stage(
             thread, Retraction, author=self.author, target=self.message_id, reason=self.reason
@@ -159,7 +171,10 @@ class Retract(_InThread):
 class SetMemoryPolicy(_InThread):
     policy: MemoryPolicy
 
-    def apply(self, batch: Batch) -> Callable[[], Thread]:
+    def check(self, batch: BatchView) -> None:
+        batch.thread(self.thread_id)  # NotFound for a thread the batch has not
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], Thread]:
         thread: ThreadState = batch.thread(self.thread_id)
         thread.thread_only = self.policy.thread_only
         thread.policy_changed = True

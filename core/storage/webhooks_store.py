@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from sqlalchemy import Connection, select
+from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core.model.tasks import Actor, Task, TaskEvent
 from core.model.timeline import ThreadId
-from core.model.webhooks import Ignored, Mapped, plan
+from core.model.webhooks import Ignored, Mapped, Plan, plan
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, Command, NoRuns, Reads
 from core.storage.tasks_store import (
     CreateTask,
     UpdateTask,
@@ -34,9 +36,11 @@ from core.storage.tasks_store import (
     task_row,
 )
 from core.storage.transact import Transactor
-from core.storage.writer import Batch, Writer
+from core.storage.writer import Writer
 
 _d = schema.webhook_deliveries
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,43 +55,68 @@ class Received:
     events: Sequence[TaskEvent] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Seen:
+    """What the check of a delivery found: a repeat, or the item's task (locked) and the steps
+    the delivery takes (none: it is ignored)."""
+
+    duplicate: bool = False
+    task: Task | None = None
+    steps: Plan | None = None
+
+
 @dataclass(frozen=True, slots=True)
-class ReceiveDelivery:
+class ReceiveDelivery(NoRuns):
     source: str
     delivery_id: str
     mapped: Mapped
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], Received]:
+    def check(self, batch: BatchView) -> _Seen:
         if _recorded(batch.connection, self.source, self.delivery_id):
-            return lambda: Received(duplicate=True)
+            return _Seen(duplicate=True)
         if isinstance(self.mapped, Ignored):
+            return _Seen()
+        update = self.mapped
+        lock_external(batch.connection, update.ref)
+        task = task_by_external(batch.connection, update.ref, lock=True)
+        return _Seen(task=task, steps=plan(task, update))  # may refuse the payload
+
+    def write(self, batch: Batch, seen: _Seen) -> Callable[[], Received]:
+        if seen.duplicate:
+            return lambda: Received(duplicate=True)
+        if seen.steps is None:
+            assert isinstance(self.mapped, Ignored)
             first = _record(batch, self.source, self.delivery_id)
             reason = self.mapped.reason
             return lambda: Received(duplicate=not first, ignored=reason if first else None)
-        update = self.mapped
-        lock_external(batch, update.ref)
-        task = task_by_external(batch.connection, update.ref, lock=True)
-        steps = plan(task, update)  # may refuse the payload: nothing is written yet
         if not _record(batch, self.source, self.delivery_id):
             return lambda: Received(duplicate=True)
+        assert not isinstance(self.mapped, Ignored)
+        ref, steps, task = self.mapped.ref, seen.steps, seen.task
         actor = Actor.source(self.source)
         events: list[TaskEvent] = []
         if steps.create is not None:
             new = steps.create
-            task, created = CreateTask(new.title, new.body, None, update.ref, actor).apply(batch)()
+            task, created = _carry_out(batch, CreateTask(new.title, new.body, None, ref, actor))
             events.append(created)
         assert task is not None
         for change in steps.changes:
-            task, changed = UpdateTask(task.id, change, actor).apply(batch)()
+            task, changed = _carry_out(batch, UpdateTask(task.id, change, actor))
             events.extend([changed] if changed is not None else [])
         if steps.comment is not None:
-            events.extend(comment_as(batch, task.id, [steps.comment], actor))
+            events.extend(comment_as(batch, task, [steps.comment], actor))
         now = task_row(batch.connection, task.id)
         return lambda: Received(task=now, events=tuple(events))
 
 
-def _recorded(connection: Connection, source: str, delivery_id: str) -> bool:
+def _carry_out(batch: Batch, command: Command[P, R]) -> R:
+    """A task command as part of this one: its check (which the delivery's check made sure
+    holds: the item's task is locked and was planned for), its write, its answer."""
+    return command.write(batch, command.check(batch.view))()
+
+
+def _recorded(connection: Reads, source: str, delivery_id: str) -> bool:
     found = connection.execute(
         select(_d.c.source).where(_d.c.source == source, _d.c.delivery_id == delivery_id)
     ).first()

@@ -18,23 +18,26 @@ from sqlalchemy.exc import IntegrityError
 from core.model.participants import ParticipantSet, parse_address
 from core.model.timeline import Message, ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
 from core.storage.database import Database, open_database, upgrade_schema
 from core.storage.threads_commands import PostMessage
 from core.storage.transact import SqliteWriteTransactor
-from core.storage.writer import Batch
 
 ALICE = parse_address("person:alice")
 ROLE = parse_address("role:concierge")
 
 
 @dataclass(frozen=True, slots=True)
-class InsertDuplicateThread:
+class InsertDuplicateThread(NoRuns):
     """A write the database refuses: a second thread row with an existing participant-set key."""
 
     set_key: str
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.connection.execute(
             schema.threads.insert().values(id="duplicate", set_key=self.set_key, created_at=0)
         )
@@ -129,13 +132,16 @@ async def test_sqlite_writes_wait_for_another_writers_lock_off_the_event_loop(
 
 
 @dataclass(frozen=True, slots=True)
-class InsertOrphanAtCommit:
+class InsertOrphanAtCommit(NoRuns):
     """A write SQLite refuses only at COMMIT: a member row of no thread, its foreign key checked
     late (`defer_foreign_keys` lasts until the end of this transaction)."""
 
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.connection.exec_driver_sql("PRAGMA defer_foreign_keys=ON")
         batch.connection.execute(
             schema.thread_participants.insert().values(
@@ -181,7 +187,7 @@ async def test_a_commit_whose_caller_went_away_is_waited_for_but_not_blamed_on_t
         assert isinstance(transactor, SqliteWriteTransactor)
 
         def orphan(c: Connection) -> None:
-            InsertOrphanAtCommit().apply(Batch(c, 0))
+            InsertOrphanAtCommit().write(Batch(c, 0), None)
 
         first = asyncio.ensure_future(transactor.transact(orphan))
         await asyncio.sleep(0)  # its statements ran; its COMMIT is in the writer's thread

@@ -1,11 +1,11 @@
 """A failing command fails alone: whatever a command of a batch raises, and wherever it raises
-(while it applies, when the batch flushes what it staged, in its answer after the commit), the
+(while it writes, when the batch flushes what it staged, in its answer after the commit), the
 other commands of its batch commit, nothing of the failed one remains, and readers see positions
 without gaps. On SQLite and PostgreSQL.
 
 The failing commands are built directly, past the HTTP edge (which refuses such values first):
 a message whose text the driver cannot encode fails at flush; test-only commands raise while
-they apply, after staging or writing rows of their own.
+they write, after staging or writing rows of their own.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from core.model.errors import Conflict
 from core.model.participants import ParticipantSet, parse_address
 from core.model.timeline import Message, ThreadId
 from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
 from core.storage.database import Database
 from core.storage.threads_commands import PostMessage
-from core.storage.writer import Batch
 
 ALICE = parse_address("person:alice")
 BOB = parse_address("person:bob")
@@ -33,7 +33,7 @@ ROLE = parse_address("role:concierge")
 
 
 @dataclass(frozen=True, slots=True)
-class StageThenRaise:
+class StageThenRaise(NoRuns):
     """Stages a message and writes a thread row of its own, then raises (a bug, say)."""
 
     thread_id: ThreadId
@@ -43,7 +43,10 @@ class StageThenRaise:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.stage(
             batch.thread(self.thread_id), Message, author=ALICE, text="partial", context=None
         )
@@ -54,12 +57,15 @@ class StageThenRaise:
 
 
 @dataclass(frozen=True, slots=True)
-class InsertHugeNumber:
+class InsertHugeNumber(NoRuns):
     """Writes an integer no backend stores (2^63): the driver raises as the statement runs."""
 
     thread_ids: Sequence[ThreadId] = ()
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         batch.connection.execute(
             schema.threads.insert().values(id="huge", set_key="huge", created_at=2**63)
         )
@@ -67,7 +73,7 @@ class InsertHugeNumber:
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerRaises:
+class AnswerRaises(NoRuns):
     """Commits a message, then its answer (computed after the commit) raises."""
 
     thread_id: ThreadId
@@ -76,8 +82,13 @@ class AnswerRaises:
     def thread_ids(self) -> Sequence[ThreadId]:
         return (self.thread_id,)
 
-    def apply(self, batch: Batch) -> Callable[[], None]:
-        PostMessage(self.thread_id, ALICE, "kept", None).apply(batch)
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        post = PostMessage(self.thread_id, ALICE, "kept", None)
+        post.check(batch.view)
+        post.write(batch, None)
 
         def answer() -> None:
             raise RuntimeError("the answer failed")
@@ -167,7 +178,7 @@ async def test_commands_that_fail_at_flush_fail_alone(
     assert positions == list(range(1, 13)) and await database.threads.head() == 12
 
 
-async def test_commands_that_raise_while_they_apply_leave_nothing_and_fail_alone(
+async def test_commands_that_raise_while_they_write_leave_nothing_and_fail_alone(
     database: Database,
 ) -> None:
     """A command that staged a message and wrote a row, then raised — a bug (`ValueError`) or a
