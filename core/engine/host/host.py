@@ -44,11 +44,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
+from core.engine.host.conversation_turn import ConversationTurn
 from core.engine.host.drafts import Draft, DraftListener
 from core.engine.host.live import LiveRun
 from core.engine.host.observer import HostObserver, NoObserver
 from core.engine.host.reads import TurnReads
 from core.engine.host.sessions import Sessions, ToolGrant
+from core.engine.host.task_turn import TaskTurn
 from core.engine.host.turn import HostLimits, TurnEndNotStored, TurnTaker
 from core.engine.runtimes.base import ToolAccess
 from core.engine.runtimes.registry import Runtimes
@@ -112,15 +114,7 @@ class RunHost:
         )
         self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
         self._draft_listeners: list[DraftListener] = []
-        self._turns = TurnTaker(
-            database,
-            self._sessions,
-            self._limits,
-            clock,
-            self._observer,
-            self._tell_activity,
-            self._tell_draft,
-        )
+        self._turns = TurnTaker(self._sessions, self._limits, clock, self._observer)
         self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
         """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
@@ -385,7 +379,16 @@ class RunHost:
                         given.run, plan.cursor_to, plan.task_cursor_to
                     )
                 return
-            await self._turns.take(live, role, given, plan)
+            turn = ConversationTurn(
+                self._db,
+                role,
+                given,
+                plan,
+                limits=self._limits,
+                activity=self._tell_activity,
+                drafts=self._tell_draft,
+            )
+            await self._turns.take(live, role, turn)
             live.queued_at = self._clock()
 
     async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
@@ -408,7 +411,7 @@ class RunHost:
             if plan.task_cursor_to > given.run.task_cursor:
                 live.run = await runs.advance_task_cursor(given.run, plan.task_cursor_to)
             return
-        await self._turns.take_task(live, role, given, plan)
+        await self._turns.take(live, role, TaskTurn(self._db, role, given, plan))
         live.queued_at = self._clock()
 
     @contextlib.asynccontextmanager

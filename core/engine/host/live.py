@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from core.engine.host.attempt import Attempted
 from core.engine.runtimes.base import AgentSession
 from core.engine.tools import ToolBudget
 from core.model.runs.run import Run, RunId, SessionId
@@ -48,7 +48,7 @@ class LiveRun:
     queued_at: datetime | None = None
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
-    attempt: asyncio.Task[tuple[AgentSession, list[dict[str, Any]], list[str]]] | None = None
+    attempt: asyncio.Task[Attempted] | None = None
     """The running attempt at a turn (what `cancel` stops)."""
     tool_budget: ToolBudget | None = None
     """The tool calls the running attempt may still make (None between turns)."""

@@ -7,7 +7,7 @@ no UTF-8, PostgreSQL refuses a NUL, no backend holds 1e999 or 2^70). A person's 
 the rule is refused at the edge; an agent's is mended with `core.model.values.clean_text` /
 `clean_value` (lone surrogates become U+FFFD, NULs are dropped, numbers storage cannot hold
 become null), so the turn still answers. Every mending is noted: `step()` is the transcript's
-`mended` step saying what was mended and why.
+`Mended` step saying what was mended and why.
 
 Pure: no I/O.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.engine.host.transcript import Mended
 from core.model.values import clean_text, clean_value, text_problem
 
 
@@ -41,13 +42,6 @@ class Mending:
             self.notes.append(f"{where} held text or numbers storage cannot hold")
         return mended
 
-    def step(self) -> dict[str, Any] | None:
+    def step(self) -> Mended | None:
         """The transcript's note of what was mended, or None when nothing was."""
-        if not self.notes:
-            return None
-        return {
-            "kind": "mended",
-            "text": "the agent's output broke the rule of acceptable values and was mended "
-            "(lone surrogates became U+FFFD, NULs were dropped, numbers storage cannot hold "
-            "became null): " + "; ".join(self.notes),
-        }
+        return Mended(notes=tuple(self.notes)) if self.notes else None

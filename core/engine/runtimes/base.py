@@ -90,6 +90,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A call of a tool the agent made, with its result or error (for the transcript)."""
+
     name: str
     arguments: Mapping[str, Any]
     result: Any = None
@@ -105,6 +107,8 @@ class ReplyChunk:
 
 
 Update = Reply | ReplyChunk | Step | ToolCall
+"""What a session streams. `Reply`, `Step` and `ToolCall`, mended, are also the steps of the
+turn's transcript (`core.engine.host.transcript`, where the host's own notes join them)."""
 
 
 class TurnTools(Protocol):

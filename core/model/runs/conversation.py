@@ -138,6 +138,13 @@ def cancel_notice(display_name: str) -> str:
     return f"{display_name}'s turn was stopped by an operator before it answered."
 
 
+def cancelled_turn(cause: TurnCause, *, display_name: str) -> EndOfTurn:
+    """A cancelled turn says nothing from the agent; a person whose message caused it waits for
+    an answer, so they are told why none comes."""
+    notice = cancel_notice(display_name) if cause is TurnCause.MESSAGE else None
+    return EndOfTurn(messages=(), notice=notice, outcome=TurnOutcome.CANCELLED)
+
+
 FRESH_SESSION_NOTICE = (
     "A fresh session started. Earlier messages are archived: the role can still read them."
 )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.model.runs.conversation import task_digest, task_summary
 from core.model.runs.prompt import Prompt
-from core.model.runs.run import RunId, TurnCause
+from core.model.runs.run import RunId, TurnCause, TurnOutcome
 from core.model.tasks import Task, TaskEvent
 
 
@@ -54,3 +54,25 @@ def task_prompt(
         task={**task_summary(plan.task), "body": plan.task.body},
         tasks=task_digest([(plan.task, event) for event in plan.news]),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskTurnEnd:
+    """What a task run's turn leaves on its task: the run's comments."""
+
+    comments: Sequence[str]
+    outcome: TurnOutcome
+
+
+def end_of_task_turn(replies: Sequence[str]) -> TaskTurnEnd:
+    """What the agent answered becomes the run's comments on the task (blank ones dropped); an
+    agent that answers nothing leaves no trace there (`silent`)."""
+    comments = [text for text in replies if text.strip()]
+    return TaskTurnEnd(
+        comments=comments, outcome=TurnOutcome.REPLIED if comments else TurnOutcome.SILENT
+    )
+
+
+def stopped_task_turn(outcome: TurnOutcome) -> TaskTurnEnd:
+    """A task turn that was cancelled or failed: nothing is recorded on the task."""
+    return TaskTurnEnd(comments=(), outcome=outcome)

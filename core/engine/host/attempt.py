@@ -1,0 +1,81 @@
+"""What one attempt at a turn leaves: the session prompted, its updates made transcript steps.
+
+A session streams updates (`core.engine.runtimes.base.Update`) as its agent works. Replies and
+the pieces of a reply being written (drafts, never stored: `core.engine.host.drafts`) are told
+as they come; the whole replies, the steps and the tool calls become the transcript's steps
+(`core.engine.host.transcript`), all of it mended to obey `core.model.values`' rule as it comes
+(`core.engine.host.mending`); the last steps note what was mended and the tool calls refused for
+the turn's budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.engine.host.drafts import DraftKind
+from core.engine.host.mending import Mending
+from core.engine.host.transcript import ToolsRefused, TranscriptStep
+from core.engine.runtimes.base import (
+    AgentSession,
+    Prompt,
+    Reply,
+    ReplyChunk,
+    Step,
+    ToolCall,
+    TurnTools,
+)
+from core.engine.tools import ToolBudget
+from core.model.values import clean_text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempted:
+    """What an attempt that succeeded leaves."""
+
+    session: AgentSession
+    steps: tuple[TranscriptStep, ...]
+    replies: tuple[str, ...]
+    """The agent's answer: what it said through the turn, in order (mended)."""
+
+
+async def collect(
+    session: AgentSession,
+    prompt: Prompt,
+    tools: TurnTools,
+    budget: ToolBudget,
+    draft: Callable[[DraftKind, str], None],
+) -> Attempted:
+    """Everything the agent does in one attempt: `session` prompted with `prompt` (the pieces of
+    a reply being written go to `draft`, not to the transcript)."""
+    steps: list[TranscriptStep] = []
+    replies: list[str] = []
+    drafting = False
+    mending = Mending()
+    async for update in session.prompt(prompt, tools):
+        if isinstance(update, ReplyChunk):
+            if update.text:
+                drafting = True
+                draft(DraftKind.CHUNK, clean_text(update.text))  # its Reply's note says it
+        elif isinstance(update, Reply):
+            if drafting:
+                draft(DraftKind.END, "")
+                drafting = False
+            text = mending.text(update.text, f"reply {len(replies) + 1}")
+            replies.append(text)
+            steps.append(Reply(text))
+        elif isinstance(update, Step):
+            where = f"step {len(steps) + 1}"
+            steps.append(Step(mending.text(update.kind, where), mending.text(update.text, where)))
+        elif isinstance(update, ToolCall):
+            # mended as one value: one note for the call, whichever part had to be
+            name, arguments, result, error = mending.value(
+                [update.name, dict(update.arguments), update.result, update.error],
+                f"tool call {update.name!r} (step {len(steps) + 1})",
+            )
+            steps.append(ToolCall(name, arguments, result=result, error=error))
+    if (note := mending.step()) is not None:
+        steps.append(note)
+    if budget.refused:
+        steps.append(ToolsRefused(refused=budget.refused, limit=budget.limit))
+    return Attempted(session=session, steps=tuple(steps), replies=tuple(replies))
