@@ -1,0 +1,188 @@
+"""Declaring an agent tool once: `@tool(...)` on the method that does it.
+
+Everything a tool offers comes from that one declaration (like the MCP SDK's
+`Tool.from_function`):
+
+- its **name**: the method's;
+- its **description**, for agents, in every list of tools (MCP, `GET /api/v1/tools`, the OpenAI
+  runtime's function tools);
+- its **JSON Schema**, generated from the method's typed signature: each argument is
+  `Annotated[T, Arg(...)]`, `T` giving the type (`str`, `int`, a mapping for a JSON object) and
+  `Arg` the limits, the choices and whether null may be sent; an argument is required when it
+  has no default;
+- its **result**, described for the docs' table (`core.engine.tools.docs`);
+- its **call**: the method, its answer turned into JSON by `answer` (when the in-process answer
+  is not JSON already).
+
+A call by name is checked against the same declaration (`Tool.check`) before the method runs: no
+argument it does not name, every required one given, every value one that storage can keep
+(`core.model.values.check_value`). The types and limits of the schema are the agent's guide; the
+method's own parsers enforce them, and their error codes are the API's (`invalid_limit`, …).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import NoneType, UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from core.model.errors import InvalidInput
+from core.model.values import check_value
+
+Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arg:
+    """What the signature's type does not say about one argument."""
+
+    doc: str = ""
+    """For the docs' table only: the offered schema stays as agents have always seen it."""
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    """Null is a value of its own here (not the same as leaving the argument out)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    name: str
+    description: str
+    result: str
+    input_schema: Mapping[str, Any]
+    docs: Mapping[str, str]
+    """Each argument's `Arg.doc`, in the signature's order."""
+    method: Callable[..., Awaitable[Any]]
+    answer: Callable[[Any], Any]
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.input_schema["required"])
+
+    @property
+    def arguments(self) -> list[str]:
+        return list(self.input_schema["properties"])
+
+    def check(self, arguments: Mapping[str, object]) -> None:
+        """Refuse arguments the declaration does not name, required ones missing, and values
+        storage cannot keep, naming the argument."""
+        for given in arguments:
+            if given not in self.input_schema["properties"]:
+                takes = ", ".join(self.arguments) or "no arguments"
+                raise InvalidInput(
+                    f"{self.name} has no argument {given!r}; it takes {takes}",
+                    code="unknown_argument",
+                )
+        for needed in self.required:
+            if needed not in arguments:
+                raise InvalidInput(
+                    f"{self.name} needs the argument {needed!r}", code="missing_argument"
+                )
+        for given, value in arguments.items():
+            check_value(value, given)
+
+    async def call(self, tools: object, arguments: Mapping[str, Any]) -> Any:
+        """The method on `tools` (the run's `RunTools`) with checked arguments; JSON out."""
+        return self.answer(await self.method(tools, **arguments))
+
+
+_DECLARED: dict[Callable[..., Any], Tool] = {}
+"""Every declared method's tool; `offered` picks them up in the order they are offered."""
+
+
+def _as_is(result: Any) -> Any:
+    return result
+
+
+def tool(
+    *, description: str, result: str, answer: Callable[[Any], Any] = _as_is
+) -> Callable[[Method], Method]:
+    """Declare the method as a tool (the method itself is unchanged, for in-process callers)."""
+
+    def declare(method: Method) -> Method:
+        _DECLARED[method] = declared(method, description=description, result=result, answer=answer)
+        return method
+
+    return declare
+
+
+def declared(
+    method: Callable[..., Awaitable[Any]],
+    *,
+    description: str,
+    result: str,
+    answer: Callable[[Any], Any] = _as_is,
+) -> Tool:
+    """The tool a method's signature declares (its first parameter is the run's tools)."""
+    hints = get_type_hints(method, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    docs: dict[str, str] = {}
+    for parameter in list(inspect.signature(method).parameters.values())[1:]:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"{method.__name__}: a tool names each of its arguments")
+        kind, arg = _unwrap(hints[parameter.name], f"{method.__name__}({parameter.name})")
+        properties[parameter.name] = _property(kind, arg)
+        docs[parameter.name] = arg.doc
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return Tool(
+        name=method.__name__,
+        description=description,
+        result=result,
+        input_schema=schema,
+        docs=docs,
+        method=method,
+        answer=answer,
+    )
+
+
+def offered(methods: Iterable[Callable[..., Any]]) -> dict[str, Tool]:
+    """The tools by name, in the order given; every declared tool must be among them."""
+    tools = {found.name: found for found in (_DECLARED[method] for method in methods)}
+    forgotten = {t.name for t in _DECLARED.values()} - set(tools)
+    if forgotten:
+        raise TypeError(f"declared but not offered: {', '.join(sorted(forgotten))}")
+    return tools
+
+
+_JSON_TYPES: Mapping[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _unwrap(hint: Any, where: str) -> tuple[type, Arg]:
+    """The argument's JSON-able type and its `Arg`; `T | None` is `T` (None: not given)."""
+    arg = Arg()
+    if get_origin(hint) is Annotated:
+        hint, *extras = get_args(hint)
+        arg = next((extra for extra in extras if isinstance(extra, Arg)), arg)
+    if get_origin(hint) in (Union, UnionType):
+        given = [member for member in get_args(hint) if member is not NoneType]
+        if len(given) != 1:
+            raise TypeError(f"{where}: one type, or one type or None")
+        hint = given[0]
+    if get_origin(hint) is not None and issubclass(get_origin(hint), Mapping):
+        return dict, arg
+    if hint in _JSON_TYPES:
+        return hint, arg
+    raise TypeError(f"{where}: no JSON type for {hint!r}")
+
+
+def _property(kind: type, arg: Arg) -> dict[str, Any]:
+    json_type = "object" if kind is dict else _JSON_TYPES[kind]
+    schema: dict[str, Any] = {"type": [json_type, "null"] if arg.nullable else json_type}
+    if arg.minimum is not None:
+        schema["minimum"] = arg.minimum
+    if arg.maximum is not None:
+        schema["maximum"] = arg.maximum
+    if arg.choices:
+        schema["enum"] = list(arg.choices)
+    return schema

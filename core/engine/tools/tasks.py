@@ -1,0 +1,99 @@
+"""The task tools: `task_create`, `task_get`, `task_list`, `task_comment`, `task_update`.
+Every change is recorded as made by this run (`{"kind": "run", "name": "role:…", "run_id"}`);
+a task is shown as the tasks API shows it (`Task.to_json`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from core.engine.tools.base import Arg, tool
+from core.engine.tools.context import ToolContext
+from core.model.tasks import (
+    Actor,
+    ActorKind,
+    TaskChange,
+    TaskId,
+    TaskStatus,
+    check_body,
+    check_comment,
+    check_title,
+    parse_assignee,
+    parse_status,
+)
+
+_STATUS = Arg(choices=tuple(s.value for s in TaskStatus))
+
+
+class TaskTools(ToolContext):
+    @property
+    def _actor(self) -> Actor:
+        return Actor(kind=ActorKind.RUN, name=self._run.role_address, run_id=self._run.id)
+
+    @tool(
+        description="Create a task (a tracked work item people see). `assignee`: a role.",
+        result="the [task](#tasks), as the tasks API shows it",
+    )
+    async def task_create(
+        self, title: str, *, body: str | None = None, assignee: str | None = None
+    ) -> dict[str, Any]:
+        task, _ = await self._db.tasks.create(
+            title=check_title(title),
+            body=check_body(body),
+            assignee=parse_assignee(assignee),
+            external=None,
+            actor=self._actor,
+        )
+        return task.to_json()
+
+    @tool(
+        description="A task and its history (who changed what, comments).",
+        result='the task plus `"history"`: its task events',
+    )
+    async def task_get(self, task_id: str) -> dict[str, Any]:
+        task, events = await self._db.tasks.get(str(task_id))
+        return {**task.to_json(), "history": [e.to_json() for e in events]}
+
+    @tool(
+        description="Tasks, oldest first, by status and assignee role.",
+        result='`{"tasks": [task, …]}`, oldest first, at most 100',
+        answer=lambda tasks: {"tasks": tasks},
+    )
+    async def task_list(
+        self,
+        *,
+        status: Annotated[str | None, _STATUS] = None,
+        assignee: str | None = None,
+    ) -> list[dict[str, Any]]:
+        found = await self._db.tasks.list(
+            status=parse_status(status) if status is not None else None,
+            assignee=parse_assignee(assignee),
+            limit=100,
+        )
+        return [t.to_json() for t in found]
+
+    @tool(description="Comment on a task.", result="the `commented` event")
+    async def task_comment(self, task_id: str, text: str) -> dict[str, Any]:
+        event = await self._db.tasks.comment(TaskId(str(task_id)), check_comment(text), self._actor)
+        return event.to_json()
+
+    @tool(
+        description="Change a task's status, title, body or assignee (null: unassign).",
+        result='the task plus `"changed"`',
+    )
+    async def task_update(
+        self,
+        task_id: str,
+        *,
+        status: Annotated[str | None, _STATUS] = None,
+        title: str | None = None,
+        body: str | None = None,
+        assignee: Annotated[str | None, Arg(doc="null: unassign", nullable=True)] = None,
+    ) -> dict[str, Any]:
+        change = TaskChange(
+            title=check_title(title) if title is not None else None,
+            body=check_body(body) if body is not None else None,
+            status=parse_status(status) if status is not None else None,
+            assignee=(parse_assignee(assignee) or "") if assignee is not None else None,
+        )
+        task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
+        return {**task.to_json(), "changed": event is not None}
