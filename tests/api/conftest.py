@@ -21,6 +21,8 @@ from multidict import CIMultiDictProxy
 from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
+from tests.serving import serve
+from tests.settings import make_settings
 
 TOKEN = "test-operator-token-0123456789"
 
@@ -121,26 +123,28 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def settings(tmp_path: Path, sqlite_url: str) -> Settings:
-    return Settings(var_dir=tmp_path, database_url=sqlite_url, max_body_bytes=1_048_576)
+    return make_settings(tmp_path, database_url=sqlite_url)
 
 
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[Api]:
-    server = TestServer(build_app(settings, api_token=TOKEN), host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
+    async with (
+        serve(build_app(settings, api_token=TOKEN)) as server,
+        aiohttp.ClientSession() as session,
+    ):
+        yield Api(server, session)
 
 
-ECHO = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
-SLOW = Role(
-    name="slow",
-    display_name="Slow",
-    runtime={"kind": "builtin", "agent": "echo", "delay_ms": 60_000},
-    max_tool_calls_per_turn=2,
+ECHO = Role.model_validate(
+    {"name": "echo", "display_name": "Echo", "runtime": {"kind": "builtin", "agent": "echo"}}
+)
+SLOW = Role.model_validate(
+    {
+        "name": "slow",
+        "display_name": "Slow",
+        "runtime": {"kind": "builtin", "agent": "echo", "delay_ms": 60_000},
+        "max_tool_calls_per_turn": 2,
+    }
 )
 
 
@@ -150,10 +154,6 @@ async def gateway(settings: Settings) -> AsyncIterator[Api]:
     message at once, and `slow`, which does the same a minute later (a turn to cancel)
     and may make two tool calls a turn."""
     roles = {"echo": ECHO, "slow": SLOW}
-    server = TestServer(build_app(settings, api_token=TOKEN, roles=roles), host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
+    app = build_app(settings, api_token=TOKEN, roles=roles)
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        yield Api(server, session)

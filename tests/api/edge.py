@@ -21,14 +21,13 @@ from typing import IO, Any
 
 import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import ECHO, SLOW, TOKEN, Reply
 from tests.api.test_api_tools import _conversation
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
+from tests.settings import make_settings
 from tests.webhooks.conftest import SECRETS, Hooks, write_sources
 
 
@@ -61,23 +60,13 @@ class Edge(Hooks):
         return {"Authorization": f"Bearer {reply.body['session_token']}"}
 
 
-class ServedAsInProduction(TestServer):
-    """A `TestServer` whose handlers run on when the client goes away, as under `web.run_app`
-    (`rolecall serve`): aiohttp's test server cancels them instead."""
-
-    async def _make_runner(self, **kwargs: Any) -> web.BaseRunner:
-        kwargs["handler_cancellation"] = False
-        return web.AppRunner(self.app, **kwargs)
-
-
 def edge_settings(tmp_path: Path, database_url: str, **overrides: Any) -> Settings:
     port = free_port()
-    return Settings(
-        var_dir=tmp_path,
+    return make_settings(
+        tmp_path,
         database_url=database_url,
         port=port,
         sources_dir=write_sources(tmp_path / "sources"),
-        max_body_bytes=1_048_576,
         **({"widget_post_rate": 100_000} | overrides),  # the tests post fast; 429 is not theirs
     )
 
@@ -87,10 +76,9 @@ async def edge_gateway(tmp_path: Path, database_url: str) -> AsyncIterator[Edge]
     """The gateway at its edge (import `edge_gateway`, ask for `edge`)."""
     settings = edge_settings(tmp_path, database_url)
     app = build_app(settings, api_token=TOKEN, roles={"echo": ECHO, "slow": SLOW}, secrets=SECRETS)
-    server = ServedAsInProduction(app, host="127.0.0.1", port=settings.port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Edge(server, session)
-    finally:
-        await server.close()
+    # the handlers run on when a client goes away, as under `rolecall serve`
+    async with (
+        serve(app, port=settings.port, as_in_production=True) as server,
+        aiohttp.ClientSession() as session,
+    ):
+        yield Edge(server, session)

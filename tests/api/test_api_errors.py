@@ -14,17 +14,18 @@ import logging
 import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from channels.edge.errors import translate_errors
+from tests.api.conftest import Api
+from tests.serving import serve
 
 ALICE, SUPPORT = "person:alice", "role:support"
 
 
 @pytest.fixture
-async def thread_id(api) -> str:
+async def thread_id(api: Api) -> str:
     thread = await api.thread(ALICE, SUPPORT)
     return str(thread["id"])
 
@@ -46,7 +47,9 @@ async def thread_id(api) -> str:
     ],
     ids=["truncated", "words", "empty", "trailing-comma", "not-utf8", "nan", "infinity", "deep"],
 )
-async def test_a_body_that_is_not_json_is_400_invalid_json(api, thread_id, body) -> None:
+async def test_a_body_that_is_not_json_is_400_invalid_json(
+    api: Api, thread_id: str, body: bytes
+) -> None:
     reply = await api.call(
         "POST",
         f"/api/v1/threads/{thread_id}/messages",
@@ -58,14 +61,16 @@ async def test_a_body_that_is_not_json_is_400_invalid_json(api, thread_id, body)
 
 
 @pytest.mark.parametrize("body", [[ALICE, SUPPORT], "text", 42, None, True])
-async def test_json_that_is_not_an_object_is_422_invalid_body(api, body) -> None:
+async def test_json_that_is_not_an_object_is_422_invalid_body(api: Api, body: object) -> None:
     reply = await api.call("POST", "/api/v1/threads", data=json.dumps(body))
 
     message = reply.error(422, "invalid_body")
     assert "JSON object" in message
 
 
-async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(api, thread_id) -> None:
+async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(
+    api: Api, thread_id: str
+) -> None:
     body = json.dumps({"author": ALICE, "text": "x" * 1_048_576}).encode()
 
     reply = await api.call("POST", f"/api/v1/threads/{thread_id}/messages", data=io.BytesIO(body))
@@ -74,7 +79,7 @@ async def test_a_body_over_the_size_limit_is_413_json_and_nothing_is_stored(api,
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_a_json_body_is_read_whatever_its_content_type(api) -> None:
+async def test_a_json_body_is_read_whatever_its_content_type(api: Api) -> None:
     reply = await api.call(
         "POST",
         "/api/v1/threads",
@@ -105,7 +110,9 @@ async def test_a_json_body_is_read_whatever_its_content_type(api) -> None:
         },
     )
 )
-async def test_no_message_body_whatever_its_shape_produces_a_500(api, thread_id, body) -> None:
+async def test_no_message_body_whatever_its_shape_produces_a_500(
+    api: Api, thread_id: str, body: object
+) -> None:
     reply = await api.post(f"/api/v1/threads/{thread_id}/messages", body)
 
     if reply.status != 201:
@@ -144,7 +151,7 @@ API_ROUTES = [
     ids=["missing", "wrong", "empty", "basic", "no-scheme", "longer", "non-ascii"],
 )
 async def test_every_api_route_without_the_right_token_is_401(
-    api, thread_id, authorization
+    api: Api, thread_id: str, authorization: str | None
 ) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     for method, path in API_ROUTES:
@@ -160,7 +167,7 @@ async def test_every_api_route_without_the_right_token_is_401(
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_the_bearer_scheme_is_case_insensitive(api) -> None:
+async def test_the_bearer_scheme_is_case_insensitive(api: Api) -> None:
     reply = await api.get(
         f"/api/v1/threads?participant={ALICE}",
         token=None,
@@ -170,7 +177,7 @@ async def test_the_bearer_scheme_is_case_insensitive(api) -> None:
     assert reply.status == 200
 
 
-async def test_healthz_and_metrics_are_open_without_a_token(api) -> None:
+async def test_healthz_and_metrics_are_open_without_a_token(api: Api) -> None:
     assert (await api.get("/healthz", token=None)).status == 200
     assert (await api.get("/metrics", token=None)).status == 200
 
@@ -178,13 +185,13 @@ async def test_healthz_and_metrics_are_open_without_a_token(api) -> None:
 # -- routing --------------------------------------------------------------------------------
 
 
-async def test_an_unknown_route_is_404_json(api) -> None:
+async def test_an_unknown_route_is_404_json(api: Api) -> None:
     for path in ["/nope", "/api/v2/threads", "/api/v1/threads/x/y/z"]:
         message = (await api.get(path)).error(404, "not_found")
         assert path in message
 
 
-async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api, thread_id) -> None:
+async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api: Api, thread_id: str) -> None:
     cases = [
         ("DELETE", f"/api/v1/threads/{thread_id}", {"GET", "HEAD", "PATCH"}),
         ("GET", f"/api/v1/threads/{thread_id}/messages", {"POST"}),
@@ -202,23 +209,19 @@ async def test_a_wrong_method_is_405_json_naming_the_allowed_ones(api, thread_id
 
 
 async def test_an_unexpected_exception_is_500_internal_with_the_traceback_only_in_the_log(
-    caplog,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def broken(request: web.Request) -> web.Response:
         raise RuntimeError("secret internals: password=hunter2")
 
     app = web.Application(middlewares=[translate_errors])
     app.router.add_get("/broken", broken)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(server.make_url("/broken")) as resp,
-        ):
-            status, text = resp.status, await resp.text()
-    finally:
-        await server.close()
+    async with (
+        serve(app) as server,
+        aiohttp.ClientSession() as session,
+        session.get(server.make_url("/broken")) as resp,
+    ):
+        status, text = resp.status, await resp.text()
 
     assert status == 500
     assert json.loads(text)["error"]["code"] == "internal"

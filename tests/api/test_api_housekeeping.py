@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from channels.edge.requests import DATABASE_KEY
-from core.model.webhooks import Source, map_github
+from core.model.webhooks import Source, SourceKind, map_github
+from core.storage.housekeeping_store import Pruned
 from core.storage.slack_store import SlackDelivery
 from gateway.settings import Settings
 from tests.api.conftest import Api
 from tests.api.test_api_observability import sample
+from tests.settings import make_settings
 from tests.waiting import eventually
 from tests.webhooks.conftest import SECRETS, write_sources
 
@@ -27,8 +30,8 @@ def settings(tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -
     for name, value in SECRETS.items():  # the sources' secrets, as `serve` reads them
         monkeypatch.setenv(name, value)
     (tmp_path / "roles").mkdir()
-    return Settings(
-        var_dir=tmp_path,
+    return make_settings(
+        tmp_path,
         database_url=sqlite_url,
         roles_dir=tmp_path / "roles",
         sources_dir=write_sources(tmp_path / "sources"),  # gh, tracker (standard), forms
@@ -37,7 +40,9 @@ def settings(tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -
     )
 
 
-async def test_old_receipts_are_deleted_counted_and_logged(api: Api, caplog) -> None:
+async def test_old_receipts_are_deleted_counted_and_logged(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="rolecall.housekeeping")
     db = api.server.app[DATABASE_KEY]
     assert await db.slack.seen(SlackDelivery("Ev1", "echo", "T1", "D1"))
@@ -54,7 +59,8 @@ async def test_old_receipts_are_deleted_counted_and_logged(api: Api, caplog) -> 
 
 async def test_only_sources_that_sign_their_time_lose_their_receipts(api: Api) -> None:
     db = api.server.app[DATABASE_KEY]
-    ping = map_github(Source(name="gh", kind="github", secret="GH_WEBHOOK_SECRET"), "ping", {})
+    gh = Source(name="gh", kind=SourceKind.GITHUB, secret="GH_WEBHOOK_SECRET")
+    ping = map_github(gh, "ping", {})
     for source in ("gh", "tracker", "forms"):
         await db.webhooks.receive(source, "d-1", ping)
 
@@ -67,25 +73,32 @@ async def test_only_sources_that_sign_their_time_lose_their_receipts(api: Api) -
     assert await db.webhooks.delivered("forms", "d-1")
 
 
-async def test_a_failed_pass_is_logged_and_the_next_one_tries_again(api: Api, caplog) -> None:
+async def test_a_failed_pass_is_logged_and_the_next_one_tries_again(
+    api: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     caplog.set_level(logging.INFO, logger="rolecall.housekeeping")
     db = api.server.app[DATABASE_KEY]
     prune = db.housekeeping.prune
-    failures = []
+    failures: list[int] = []
 
-    async def fails_once(**kwargs):
+    async def fails_once(**kwargs: Any) -> Pruned:
         if not failures:
             failures.append(1)
             raise OSError("disk I/O error")
         return await prune(**kwargs)
 
-    db.housekeeping.prune = fails_once
+    monkeypatch.setattr(db.housekeeping, "prune", fails_once)
     assert await db.slack.seen(SlackDelivery("Ev3", "echo", "T1", "D1"))
 
     async def pruned() -> bool:
         return not await db.slack.delivered("Ev3")
 
     assert await eventually(pruned, within=10)
-    said = [r.getMessage() for r in caplog.records if r.name == "rolecall.housekeeping"]
-    assert said[0] == "housekeeping failed; trying again in 1 s"
-    assert "housekeeping deleted 1 rows: 1 from slack_events" in said[1:]
+
+    def said() -> list[str]:  # the pass logs what it deleted just after its commit
+        return [r.getMessage() for r in caplog.records if r.name == "rolecall.housekeeping"]
+
+    deleted = "housekeeping deleted 1 rows: 1 from slack_events"
+    await eventually(lambda: deleted in said(), what="the second pass's log line")
+    assert said()[0] == "housekeeping failed; trying again in 1 s"
+    assert deleted in said()[1:]

@@ -14,6 +14,7 @@ from core.model.values import check_value
 from gateway.settings import Settings
 from tests.api.conftest import Api
 from tests.old_memory import insert_raw, old_payloads
+from tests.settings import make_settings
 from tests.waiting import eventually
 
 ROLE = "echo"
@@ -22,7 +23,7 @@ ROLE = "echo"
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
     """The gateway of `gateway`, on each backend."""
-    return Settings(var_dir=tmp_path, database_url=database_url, max_body_bytes=1_048_576)
+    return make_settings(tmp_path, database_url=database_url)
 
 
 async def _conversation(api: Api, person: str) -> tuple[str, str]:
@@ -62,7 +63,7 @@ async def _listing(api: Api, query: str = "") -> dict[str, Any]:
 
 
 async def test_old_entries_storage_cannot_read_never_fail_a_recall_over_the_tools(
-    gateway, database_url
+    gateway: Api, database_url: str
 ) -> None:
     """Entries written as older versions wrote them (shared, so every conversation of the role
     sees them): filtered and unfiltered recalls answer 200 in every conversation, each payload
@@ -89,7 +90,9 @@ async def test_old_entries_storage_cannot_read_never_fail_a_recall_over_the_tool
     assert {e["payload"]["text"] for e in listed if e["cleaned"]} == set(poison) - {"good"}
 
 
-async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(gateway) -> None:
+async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(
+    gateway: Api,
+) -> None:
     thread, ann = await _conversation(gateway, "person:ann")
     _, bob = await _conversation(gateway, "person:bob")
     shared = await gateway.call(
@@ -131,7 +134,7 @@ async def test_an_operator_finds_an_entry_and_redacts_it_for_every_conversation(
     assert (await _listing(gateway))["entries"][0]["redacted"] == redacted.body["redacted"]
 
 
-async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway) -> None:
+async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway: Api) -> None:
     ann_thread, ann = await _conversation(gateway, "person:ann")
     _, bob = await _conversation(gateway, "person:bob")
     ids = [await _store(gateway, ann, {"n": n}) for n in range(3)]
@@ -145,7 +148,7 @@ async def test_the_listing_pages_by_entry_id_and_filters_by_thread(gateway) -> N
     assert [e["id"] for e in only_ann["entries"]] == ids and only_ann["next"] is None
 
 
-async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway) -> None:
+async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway: Api) -> None:
     _, ann = await _conversation(gateway, "person:ann")
     entry = await _store(gateway, ann, {"text": "x"})
     memory = f"/api/v1/roles/{ROLE}/memory"
@@ -173,7 +176,7 @@ async def test_memory_routes_answer_bad_requests_in_the_error_shape(gateway) -> 
 
 
 async def test_a_role_no_longer_served_keeps_memory_an_operator_can_redact(
-    gateway, database_url
+    gateway: Api, database_url: str
 ) -> None:
     [entry] = await insert_raw(database_url, {"x": {"text": "left behind"}}, role="retired")
     listed = await gateway.get("/api/v1/roles/retired/memory")

@@ -6,17 +6,19 @@ import re
 
 import pytest
 
+from tests.api.conftest import Api
+
 ALICE, BOB, SUPPORT = "person:alice", "person:bob", "role:support"
 RFC3339_MICROS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 @pytest.fixture
-async def thread_id(api) -> str:
+async def thread_id(api: Api) -> str:
     thread = await api.thread(ALICE, SUPPORT)
     return str(thread["id"])
 
 
-async def test_posting_a_message_returns_201_with_the_whole_event(api, thread_id) -> None:
+async def test_posting_a_message_returns_201_with_the_whole_event(api: Api, thread_id: str) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/messages", {"author": ALICE, "text": "hello"}
     )
@@ -35,7 +37,7 @@ async def test_posting_a_message_returns_201_with_the_whole_event(api, thread_id
     assert RFC3339_MICROS.fullmatch(event["at"])
 
 
-async def test_a_message_says_which_channel_it_was_written_in(api, thread_id) -> None:
+async def test_a_message_says_which_channel_it_was_written_in(api: Api, thread_id: str) -> None:
     said = await api.post(
         f"/api/v1/threads/{thread_id}/messages",
         {"author": ALICE, "text": "from slack", "channel": "slack"},
@@ -50,7 +52,9 @@ async def test_a_message_says_which_channel_it_was_written_in(api, thread_id) ->
     assert "channel" in bad.error(422, "invalid_channel")
 
 
-async def test_seq_counts_up_per_thread_and_position_across_threads(api, thread_id) -> None:
+async def test_seq_counts_up_per_thread_and_position_across_threads(
+    api: Api, thread_id: str
+) -> None:
     other = (await api.thread(BOB, SUPPORT))["id"]
 
     first = await api.say(thread_id, ALICE, "one")
@@ -61,7 +65,7 @@ async def test_seq_counts_up_per_thread_and_position_across_threads(api, thread_
     assert first["position"] < elsewhere["position"] < second["position"]
 
 
-async def test_an_initiative_message_keeps_its_context_hint(api, thread_id) -> None:
+async def test_an_initiative_message_keeps_its_context_hint(api: Api, thread_id: str) -> None:
     context = {"kind": "follow_up", "task": "T-1", "originating_message": "m-9"}
 
     reply = await api.post(
@@ -75,7 +79,7 @@ async def test_an_initiative_message_keeps_its_context_hint(api, thread_id) -> N
     assert timeline["events"][0]["context"] == context
 
 
-async def test_a_null_context_is_the_same_as_none(api, thread_id) -> None:
+async def test_a_null_context_is_the_same_as_none(api: Api, thread_id: str) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/messages",
         {"author": ALICE, "text": "hi", "context": None},
@@ -85,7 +89,7 @@ async def test_a_null_context_is_the_same_as_none(api, thread_id) -> None:
     assert reply.body["context"] is None
 
 
-async def test_a_malformed_context_is_422(api, thread_id) -> None:
+async def test_a_malformed_context_is_422(api: Api, thread_id: str) -> None:
     for context in ["x", {"task": "T-1"}, {"kind": ""}, {"kind": "k", "extra": 1}, {"kind": 3}]:
         reply = await api.post(
             f"/api/v1/threads/{thread_id}/messages",
@@ -94,13 +98,13 @@ async def test_a_malformed_context_is_422(api, thread_id) -> None:
         assert reply.error(422, "invalid_context").startswith("context:")
 
 
-async def test_an_author_who_is_not_a_member_is_403(api, thread_id) -> None:
+async def test_an_author_who_is_not_a_member_is_403(api: Api, thread_id: str) -> None:
     reply = await api.post(f"/api/v1/threads/{thread_id}/messages", {"author": BOB, "text": "hi"})
 
     reply.error(403, "not_a_member")
 
 
-async def test_a_removed_author_is_403_until_re_added(api, thread_id) -> None:
+async def test_a_removed_author_is_403_until_re_added(api: Api, thread_id: str) -> None:
     await api.set_state(thread_id, ALICE, "removed")
     path = f"/api/v1/threads/{thread_id}/messages"
 
@@ -110,7 +114,7 @@ async def test_a_removed_author_is_403_until_re_added(api, thread_id) -> None:
     assert (await api.post(path, {"author": ALICE, "text": "back"})).status == 201
 
 
-async def test_empty_or_blank_text_is_422(api, thread_id) -> None:
+async def test_empty_or_blank_text_is_422(api: Api, thread_id: str) -> None:
     for text in ["", "   ", "\n\t"]:
         reply = await api.post(
             f"/api/v1/threads/{thread_id}/messages", {"author": ALICE, "text": text}
@@ -118,7 +122,7 @@ async def test_empty_or_blank_text_is_422(api, thread_id) -> None:
         assert reply.error(422, "empty_text").startswith("text:")
 
 
-async def test_text_of_exactly_40000_characters_is_accepted_whole(api, thread_id) -> None:
+async def test_text_of_exactly_40000_characters_is_accepted_whole(api: Api, thread_id: str) -> None:
     text = "é" * 39_999 + "!"
 
     reply = await api.post(f"/api/v1/threads/{thread_id}/messages", {"author": ALICE, "text": text})
@@ -128,7 +132,7 @@ async def test_text_of_exactly_40000_characters_is_accepted_whole(api, thread_id
     assert (await api.timeline(thread_id))["events"][0]["text"] == text
 
 
-async def test_text_of_40001_characters_is_413_and_not_stored(api, thread_id) -> None:
+async def test_text_of_40001_characters_is_413_and_not_stored(api: Api, thread_id: str) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/messages", {"author": ALICE, "text": "x" * 40_001}
     )
@@ -137,7 +141,7 @@ async def test_text_of_40001_characters_is_413_and_not_stored(api, thread_id) ->
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_fields_of_the_wrong_type_are_422_naming_the_field(api, thread_id) -> None:
+async def test_fields_of_the_wrong_type_are_422_naming_the_field(api: Api, thread_id: str) -> None:
     path = f"/api/v1/threads/{thread_id}/messages"
 
     assert (await api.post(path, {"author": ALICE, "text": 5})).error(422).startswith("text:")
@@ -145,14 +149,16 @@ async def test_fields_of_the_wrong_type_are_422_naming_the_field(api, thread_id)
     assert (await api.post(path, {"author": [ALICE], "text": "x"})).error(422).startswith("author:")
 
 
-async def test_a_missing_field_is_422_naming_it(api, thread_id) -> None:
+async def test_a_missing_field_is_422_naming_it(api: Api, thread_id: str) -> None:
     path = f"/api/v1/threads/{thread_id}/messages"
 
     assert "'text'" in (await api.post(path, {"author": ALICE})).error(422, "missing_field")
     assert "'author'" in (await api.post(path, {"text": "hi"})).error(422, "missing_field")
 
 
-async def test_an_unknown_field_is_422_naming_it_and_nothing_is_posted(api, thread_id) -> None:
+async def test_an_unknown_field_is_422_naming_it_and_nothing_is_posted(
+    api: Api, thread_id: str
+) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/messages", {"author": ALICE, "text": "hi", "txet": "typo"}
     )
@@ -161,7 +167,7 @@ async def test_an_unknown_field_is_422_naming_it_and_nothing_is_posted(api, thre
     assert (await api.timeline(thread_id))["events"] == []
 
 
-async def test_posting_to_an_unknown_thread_is_404(api) -> None:
+async def test_posting_to_an_unknown_thread_is_404(api: Api) -> None:
     reply = await api.post("/api/v1/threads/nope/messages", {"author": ALICE, "text": "hi"})
 
     reply.error(404)

@@ -6,9 +6,13 @@ import json
 import logging
 import re
 
+import pytest
+
 from gateway.app import build_app
 from gateway.logs import JsonFormatter, RequestIdFilter, current_request_id
 from gateway.metrics import METRICS_KEY
+from gateway.settings import Settings
+from tests.api.conftest import Api
 
 ALICE, SUPPORT = "person:alice", "role:support"
 
@@ -25,14 +29,14 @@ def sample(metrics_text: str, name: str, **labels: str) -> float | None:
     return None
 
 
-async def test_healthz_says_ok_once_the_database_answers(api) -> None:
+async def test_healthz_says_ok_once_the_database_answers(api: Api) -> None:
     reply = await api.get("/healthz", token=None)
 
     assert reply.status == 200
     assert reply.body == {"status": "ok"}
 
 
-async def test_metrics_count_requests_by_route_template_never_the_raw_path(api) -> None:
+async def test_metrics_count_requests_by_route_template_never_the_raw_path(api: Api) -> None:
     thread = await api.thread(ALICE, SUPPORT)
     await api.say(thread["id"], ALICE, "one")
     await api.say(thread["id"], ALICE, "two")
@@ -55,7 +59,7 @@ async def test_metrics_count_requests_by_route_template_never_the_raw_path(api) 
     assert thread["id"] not in text
 
 
-async def test_metrics_count_events_appended_by_kind_from_zero(api) -> None:
+async def test_metrics_count_events_appended_by_kind_from_zero(api: Api) -> None:
     before = (await api.get("/metrics")).text
     thread = await api.thread(ALICE, SUPPORT)
     message = await api.say(thread["id"], SUPPORT, "hi")
@@ -73,7 +77,7 @@ async def test_metrics_count_events_appended_by_kind_from_zero(api) -> None:
     assert [sample(after, appended, kind=kind) for kind in kinds] == [2, 1, 1, 0]
 
 
-def test_every_app_counts_on_a_registry_of_its_own(settings) -> None:
+def test_every_app_counts_on_a_registry_of_its_own(settings: Settings) -> None:
     first = build_app(settings, api_token="a-token-of-sixteen-chars")
     second = build_app(settings, api_token="a-token-of-sixteen-chars")
 
@@ -88,7 +92,7 @@ def test_every_app_counts_on_a_registry_of_its_own(settings) -> None:
 
 
 async def test_each_request_writes_one_access_line_with_its_fields_and_request_id(
-    api, caplog
+    api: Api, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="rolecall.access")
     thread = await api.thread(ALICE, SUPPORT)
@@ -109,7 +113,7 @@ async def test_each_request_writes_one_access_line_with_its_fields_and_request_i
     assert (line["level"], line["logger"]) == ("info", "rolecall.access")
 
 
-async def test_a_well_formed_request_id_is_kept_and_a_malformed_one_replaced(api) -> None:
+async def test_a_well_formed_request_id_is_kept_and_a_malformed_one_replaced(api: Api) -> None:
     kept = await api.get("/healthz", headers={"X-Request-Id": "trace-42.a_b"})
     replaced = await api.get("/healthz", headers={"X-Request-Id": "bad id\u00e9" + "x" * 80})
     made_up = await api.get("/healthz")
@@ -119,7 +123,9 @@ async def test_a_well_formed_request_id_is_kept_and_a_malformed_one_replaced(api
     assert made_up.headers["X-Request-Id"] != replaced.headers["X-Request-Id"]
 
 
-async def test_no_log_line_ever_contains_the_token_right_or_wrong(api, caplog) -> None:
+async def test_no_log_line_ever_contains_the_token_right_or_wrong(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     wrong = "a-wrong-token-that-must-not-leak"
     await api.thread(ALICE, SUPPORT)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.conftest import Api
+
 ALICE, BOB, SUPPORT = "person:alice", "person:bob", "role:support"
 
 
 @pytest.fixture
-async def thread_id(api) -> str:
+async def thread_id(api: Api) -> str:
     thread = await api.thread(ALICE, BOB, SUPPORT)
     return str(thread["id"])
 
 
-async def test_removing_a_member_is_200_with_the_state_change_event(api, thread_id) -> None:
+async def test_removing_a_member_is_200_with_the_state_change_event(
+    api: Api, thread_id: str
+) -> None:
     reply = await api.post(f"/api/v1/threads/{thread_id}/participants/{BOB}", {"state": "removed"})
 
     assert reply.status == 200
@@ -31,7 +35,9 @@ async def test_removing_a_member_is_200_with_the_state_change_event(api, thread_
     assert event["thread_id"] == thread_id
 
 
-async def test_the_thread_shows_current_states_through_remove_and_re_add(api, thread_id) -> None:
+async def test_the_thread_shows_current_states_through_remove_and_re_add(
+    api: Api, thread_id: str
+) -> None:
     path = f"/api/v1/threads/{thread_id}"
 
     await api.set_state(thread_id, BOB, "removed")
@@ -44,7 +50,7 @@ async def test_the_thread_shows_current_states_through_remove_and_re_add(api, th
     assert {"address": BOB, "state": "active"} in readded
 
 
-async def test_the_address_in_the_path_is_canonicalised(api, thread_id) -> None:
+async def test_the_address_in_the_path_is_canonicalised(api: Api, thread_id: str) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/participants/Person:Bob", {"state": "removed"}
     )
@@ -53,7 +59,7 @@ async def test_the_address_in_the_path_is_canonicalised(api, thread_id) -> None:
     assert reply.body["participant"] == BOB
 
 
-async def test_a_never_member_cannot_be_added_409(api, thread_id) -> None:
+async def test_a_never_member_cannot_be_added_409(api: Api, thread_id: str) -> None:
     reply = await api.post(
         f"/api/v1/threads/{thread_id}/participants/person:carol", {"state": "active"}
     )
@@ -62,7 +68,9 @@ async def test_a_never_member_cannot_be_added_409(api, thread_id) -> None:
     assert "resolve" in message
 
 
-async def test_removing_twice_or_re_adding_an_active_member_is_409(api, thread_id) -> None:
+async def test_removing_twice_or_re_adding_an_active_member_is_409(
+    api: Api, thread_id: str
+) -> None:
     await api.set_state(thread_id, BOB, "removed")
     path = f"/api/v1/threads/{thread_id}/participants/{BOB}"
 
@@ -71,7 +79,7 @@ async def test_removing_twice_or_re_adding_an_active_member_is_409(api, thread_i
     (await api.post(path, {"state": "active"})).error(409, "illegal_state_change")
 
 
-async def test_an_unknown_state_or_malformed_address_is_422(api, thread_id) -> None:
+async def test_an_unknown_state_or_malformed_address_is_422(api: Api, thread_id: str) -> None:
     path = f"/api/v1/threads/{thread_id}/participants/{BOB}"
 
     for state in ["gone", "", None, True, ["removed"]]:
@@ -86,7 +94,7 @@ async def test_an_unknown_state_or_malformed_address_is_422(api, thread_id) -> N
     )
 
 
-async def test_changing_a_state_in_an_unknown_thread_is_404(api) -> None:
+async def test_changing_a_state_in_an_unknown_thread_is_404(api: Api) -> None:
     reply = await api.post(f"/api/v1/threads/nope/participants/{BOB}", {"state": "removed"})
 
     reply.error(404)

@@ -4,10 +4,10 @@ seen through the thread API, and a deactivated person's run cut off at its next 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from tests.api.conftest import Api
+from tests.waiting import eventually
 
 
 async def _create(api: Api, display_name: str, **fields: Any) -> dict[str, Any]:
@@ -29,7 +29,7 @@ async def _code(api: Api, slug: str, **body: Any) -> dict[str, Any]:
     return made
 
 
-async def test_people_are_created_shown_and_listed(api) -> None:
+async def test_people_are_created_shown_and_listed(api: Api) -> None:
     ann = await _create(api, "Ann Lee", email="ann@example.com")
     assert ann["slug"] == "ann-lee" and ann["address"] == "person:ann-lee"
     assert (ann["state"], ann["active"], ann["identities"]) == ("active", True, [])
@@ -45,7 +45,7 @@ async def test_people_are_created_shown_and_listed(api) -> None:
     assert [p["slug"] for p in rest.body["persons"]] == ["bo"] and rest.body["next"] is None
 
 
-async def test_bad_person_requests_get_clear_errors(api) -> None:
+async def test_bad_person_requests_get_clear_errors(api: Api) -> None:
     await _create(api, "Ann", slug="ann")
     (await api.post("/api/v1/persons", {"display_name": "Ann", "slug": "ann"})).error(
         409, "person_exists"
@@ -73,7 +73,7 @@ async def test_bad_person_requests_get_clear_errors(api) -> None:
     (await api.get("/api/v1/persons", token=None)).error(401, "unauthorized")
 
 
-async def test_patch_changes_a_person_and_deactivates_them(api) -> None:
+async def test_patch_changes_a_person_and_deactivates_them(api: Api) -> None:
     await _create(api, "Ann", slug="ann", email="ann@example.com")
     reply = await api.call(
         "PATCH", "/api/v1/persons/ann", json={"display_name": "Ann L.", "email": None}
@@ -87,7 +87,7 @@ async def test_patch_changes_a_person_and_deactivates_them(api) -> None:
     assert on.body["state"] == "active"
 
 
-async def test_identities_are_linked_once_and_belong_to_one_person(api) -> None:
+async def test_identities_are_linked_once_and_belong_to_one_person(api: Api) -> None:
     await _create(api, "Ann", slug="ann")
     await _create(api, "Bo", slug="bo")
     added = await api.post("/api/v1/persons/ann/identities", {"identity": "WEB:Example.com:U-1"})
@@ -107,7 +107,7 @@ async def test_identities_are_linked_once_and_belong_to_one_person(api) -> None:
     )
 
 
-async def test_a_link_code_links_an_identity_once(api) -> None:
+async def test_a_link_code_links_an_identity_once(api: Api) -> None:
     await _create(api, "Ann", slug="ann")
     made = await _code(api, "ann")
     assert made["person"] == "ann" and len(made["code"]) == 9 and made["expires_at"].endswith("Z")
@@ -134,7 +134,7 @@ async def test_a_link_code_links_an_identity_once(api) -> None:
     (await api.post("/api/v1/persons/nobody/link-codes")).error(404, "person_not_found")
 
 
-async def test_an_expired_link_code_is_refused(api) -> None:
+async def test_an_expired_link_code_is_refused(api: Api) -> None:
     await _create(api, "Ann", slug="ann")
     made = await _code(api, "ann", ttl_seconds=1)
     await asyncio.sleep(1.1)
@@ -145,7 +145,7 @@ async def test_an_expired_link_code_is_refused(api) -> None:
     assert (await api.get("/api/v1/persons/ann")).body["identities"] == []
 
 
-async def test_linking_a_last_identity_merges_and_the_conversation_follows(api) -> None:
+async def test_linking_a_last_identity_merges_and_the_conversation_follows(api: Api) -> None:
     await _create(api, "A", slug="a")
     await _identity(api, "a", "web:example.com:a")
     await _create(api, "B", slug="b")
@@ -179,16 +179,18 @@ async def _conversation(api: Api, person: str) -> tuple[str, str]:
     """A conversation of `person` with echo whose run exists: (thread id, run token)."""
     thread = (await api.thread(person, "role:echo"))["id"]
     await api.say(thread, person, "hello")
-    deadline = time.monotonic() + 10
-    while not (runs := (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+
+    async def runs_of_thread() -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]
+        return runs
+
+    runs = await eventually(runs_of_thread, what=f"the run of {person}'s conversation")
     minted = await api.post(f"/api/v1/runs/{runs[0]['id']}/token")
     assert minted.status == 201, minted.text
     return thread, minted.body["token"]
 
 
-async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gateway) -> None:
+async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gateway: Api) -> None:
     await _create(gateway, "Ann", slug="ann")
     _, token = await _conversation(gateway, "person:ann")
     recall = "/api/v1/tools/recall"
@@ -202,15 +204,21 @@ async def test_a_deactivated_persons_run_token_is_refused_at_its_next_call(gatew
     assert (await gateway.post(recall, {}, token=token)).status == 200
 
 
-async def test_a_group_conversation_keeps_its_tools_while_one_person_is_active(gateway) -> None:
+async def test_a_group_conversation_keeps_its_tools_while_one_person_is_active(
+    gateway: Api,
+) -> None:
     await _create(gateway, "Ann", slug="ann")
     await _create(gateway, "Bo", slug="bo")
     thread = (await gateway.thread("person:ann", "person:bo", "role:echo"))["id"]
     await gateway.say(thread, "person:ann", "hello")
-    deadline = time.monotonic() + 10
-    while not (runs := (await gateway.get(f"/api/v1/runs?thread={thread}")).body["runs"]):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+
+    async def runs_of_thread() -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = (await gateway.get(f"/api/v1/runs?thread={thread}")).body[
+            "runs"
+        ]
+        return runs
+
+    runs = await eventually(runs_of_thread, what="the run of the group conversation")
     token = (await gateway.post(f"/api/v1/runs/{runs[0]['id']}/token")).body["token"]
 
     await gateway.call("PATCH", "/api/v1/persons/ann", json={"active": False})

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.conftest import Api
+
 ALICE, SUPPORT = "person:alice", "role:support"
 
 
 @pytest.fixture
-async def thread_id(api) -> str:
+async def thread_id(api: Api) -> str:
     thread = await api.thread(ALICE, SUPPORT)
     return str(thread["id"])
 
@@ -17,7 +19,7 @@ def retract_path(thread_id: str, message_id: str) -> str:
     return f"/api/v1/threads/{thread_id}/messages/{message_id}/retract"
 
 
-async def test_retracting_returns_201_with_the_retraction_event(api, thread_id) -> None:
+async def test_retracting_returns_201_with_the_retraction_event(api: Api, thread_id: str) -> None:
     message = await api.say(thread_id, SUPPORT, "wrong answer")
 
     reply = await api.post(
@@ -34,7 +36,9 @@ async def test_retracting_returns_201_with_the_retraction_event(api, thread_id) 
     assert event["seq"] == message["seq"] + 1
 
 
-async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(api, thread_id) -> None:
+async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(
+    api: Api, thread_id: str
+) -> None:
     message = await api.say(thread_id, SUPPORT, "wrong answer")
     kept = await api.say(thread_id, ALICE, "thanks")
     await api.post(retract_path(thread_id, message["id"]), {"author": SUPPORT})
@@ -47,7 +51,7 @@ async def test_the_retracted_message_stays_on_the_timeline_marked_retracted(api,
     assert events[2]["reason"] is None
 
 
-async def test_only_the_author_may_retract_403(api, thread_id) -> None:
+async def test_only_the_author_may_retract_403(api: Api, thread_id: str) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
 
     reply = await api.post(retract_path(thread_id, message["id"]), {"author": ALICE})
@@ -55,7 +59,7 @@ async def test_only_the_author_may_retract_403(api, thread_id) -> None:
     reply.error(403, "not_the_author")
 
 
-async def test_retracting_twice_is_409(api, thread_id) -> None:
+async def test_retracting_twice_is_409(api: Api, thread_id: str) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
     path = retract_path(thread_id, message["id"])
     assert (await api.post(path, {"author": SUPPORT})).status == 201
@@ -63,13 +67,15 @@ async def test_retracting_twice_is_409(api, thread_id) -> None:
     (await api.post(path, {"author": SUPPORT})).error(409, "already_retracted")
 
 
-async def test_retracting_an_unknown_message_is_404(api, thread_id) -> None:
+async def test_retracting_an_unknown_message_is_404(api: Api, thread_id: str) -> None:
     reply = await api.post(retract_path(thread_id, "no-such-message"), {"author": SUPPORT})
 
     reply.error(404)
 
 
-async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(api, thread_id) -> None:
+async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(
+    api: Api, thread_id: str
+) -> None:
     change = await api.set_state(thread_id, ALICE, "removed")
 
     reply = await api.post(retract_path(thread_id, change["id"]), {"author": ALICE})
@@ -77,7 +83,7 @@ async def test_a_state_change_is_not_a_message_and_cannot_be_retracted_404(api, 
     reply.error(404)
 
 
-async def test_a_removed_author_cannot_retract_403(api, thread_id) -> None:
+async def test_a_removed_author_cannot_retract_403(api: Api, thread_id: str) -> None:
     message = await api.say(thread_id, ALICE, "hi")
     await api.set_state(thread_id, ALICE, "removed")
 
@@ -86,7 +92,9 @@ async def test_a_removed_author_cannot_retract_403(api, thread_id) -> None:
     reply.error(403, "participant_removed")
 
 
-async def test_bad_retraction_bodies_are_rejected_naming_the_field(api, thread_id) -> None:
+async def test_bad_retraction_bodies_are_rejected_naming_the_field(
+    api: Api, thread_id: str
+) -> None:
     message = await api.say(thread_id, SUPPORT, "hi")
     path = retract_path(thread_id, message["id"])
 

@@ -5,39 +5,43 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from core.model.roles import Role
 from tests.api.conftest import Api
+from tests.waiting import eventually
 
 ANN = "person:ann"
 
 
 def _role(name: str, **runtime: object) -> Role:
-    return Role(
-        name=name,
-        display_name=name.title(),
-        runtime={"kind": "builtin", "agent": "echo", **runtime},
+    return Role.model_validate(
+        {
+            "name": name,
+            "display_name": name.title(),
+            "runtime": {"kind": "builtin", "agent": "echo", **runtime},
+        }
     )
 
 
 async def _replies(api: Api, thread_id: str, count: int, role: str = "role:echo") -> list[str]:
-    deadline = time.monotonic() + 10
-    while True:
+    async def said() -> list[str] | None:
         page = await api.timeline(thread_id, "?limit=500&include_archived=true")
         said = [e["text"] for e in page["events"] if e.get("author") == role]
-        if len(said) >= count or time.monotonic() > deadline:
-            return said
-        await asyncio.sleep(0.02)
+        return said if len(said) >= count else None
+
+    return await eventually(said, what=f"{count} replies by {role}")
 
 
-async def _run(api: Api, thread_id: str) -> dict:
+async def _run(api: Api, thread_id: str) -> dict[str, Any]:
     reply = await api.get(f"/api/v1/runs?thread={thread_id}")
     assert reply.status == 200, reply.text
-    [run] = reply.body["runs"]
+    runs: list[dict[str, Any]] = reply.body["runs"]
+    [run] = runs
     return run
 
 
-async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway) -> None:
+async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway: Api) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "hello")
 
@@ -57,7 +61,7 @@ async def test_a_message_to_a_role_gets_its_reply_and_the_run_shows_it(gateway) 
     assert (await gateway.get(f"/api/v1/runs/{run['id']}/turns?after=1")).body["turns"] == []
 
 
-async def test_runs_are_listed_by_role_in_pages(gateway) -> None:
+async def test_runs_are_listed_by_role_in_pages(gateway: Api) -> None:
     for name in ("p1", "p2", "p3"):
         thread = await gateway.thread(f"person:{name}", "role:echo")
         await gateway.say(thread["id"], f"person:{name}", "hi")
@@ -69,7 +73,7 @@ async def test_runs_are_listed_by_role_in_pages(gateway) -> None:
     assert len(rest["runs"]) == 1 and rest["next"] is None
 
 
-async def test_bad_run_requests_get_clear_errors(gateway) -> None:
+async def test_bad_run_requests_get_clear_errors(gateway: Api) -> None:
     (await gateway.get("/api/v1/runs")).error(422, "missing_parameter")
     (await gateway.get("/api/v1/runs?thread=x&role=echo")).error(422, "missing_parameter")
     (await gateway.get("/api/v1/runs?thread=nope")).error(404, "thread_not_found")
@@ -81,13 +85,15 @@ async def test_bad_run_requests_get_clear_errors(gateway) -> None:
     (await gateway.get("/api/v1/runs", token=None)).error(401, "unauthorized")
 
 
-async def test_cancel_stops_a_running_turn_and_409s_when_none_runs(gateway) -> None:
+async def test_cancel_stops_a_running_turn_and_409s_when_none_runs(gateway: Api) -> None:
     thread = await gateway.thread(ANN, "role:slow")
     await gateway.say(thread["id"], ANN, "take your time")
-    deadline = time.monotonic() + 5
-    while not (run := await _run_or_none(gateway, thread["id"])) or not run["running"]:
-        assert time.monotonic() < deadline, "the turn never started"
-        await asyncio.sleep(0.02)
+
+    async def running() -> dict[str, Any] | None:
+        run = await _run_or_none(gateway, thread["id"])
+        return run if run and run["running"] else None
+
+    run = await eventually(running, what="the turn started")
 
     started = time.monotonic()
     reply = await gateway.post(f"/api/v1/runs/{run['id']}/cancel")
@@ -99,12 +105,12 @@ async def test_cancel_stops_a_running_turn_and_409s_when_none_runs(gateway) -> N
     (await gateway.post(f"/api/v1/runs/{run['id']}/cancel")).error(409, "no_turn_running")
 
 
-async def _run_or_none(api: Api, thread_id: str) -> dict | None:
+async def _run_or_none(api: Api, thread_id: str) -> dict[str, Any] | None:
     runs = (await api.get(f"/api/v1/runs?thread={thread_id}")).body["runs"]
     return runs[0] if runs else None
 
 
-async def test_start_fresh_archives_what_was_said_before_it(gateway) -> None:
+async def test_start_fresh_archives_what_was_said_before_it(gateway: Api) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "old news")
     await _replies(gateway, thread["id"], 1)
@@ -125,19 +131,21 @@ async def test_start_fresh_archives_what_was_said_before_it(gateway) -> None:
     assert [e.get("text") for e in everything["events"]][:2] == ["old news", "old news"]
 
 
-async def test_the_committed_event_stream_long_polls(gateway) -> None:
+async def test_the_committed_event_stream_long_polls(gateway: Api) -> None:
     head = (await gateway.get("/api/v1/events")).body["next"]
     thread = await gateway.thread(ANN, "role:echo")
+    # with nothing committed, a poll is held until its wait ends, and then answers nothing
+    started = asyncio.get_running_loop().time()
+    idle = (await gateway.get(f"/api/v1/events?after={head}&wait=1")).body
+    assert idle["events"] == [] and asyncio.get_running_loop().time() - started >= 0.9
     waiting = asyncio.create_task(gateway.get(f"/api/v1/events?after={head}&wait=10"))
-    await asyncio.sleep(0.1)
-    assert not waiting.done()
     await gateway.say(thread["id"], ANN, "ping")
     page = (await waiting).body
     assert page["events"][0]["text"] == "ping" and page["next"] > head
     (await gateway.get("/api/v1/events?wait=31")).error(422)
 
 
-async def test_metrics_count_turns_and_sessions(gateway) -> None:
+async def test_metrics_count_turns_and_sessions(gateway: Api) -> None:
     thread = await gateway.thread(ANN, "role:echo")
     await gateway.say(thread["id"], ANN, "count me")
     await _replies(gateway, thread["id"], 1)

@@ -3,21 +3,22 @@ event saying who made it and what changed; status moves by the rules; clear erro
 
 from __future__ import annotations
 
-import asyncio
-import time
+from typing import Any
 
 from tests.api.conftest import Api
+from tests.waiting import eventually
 
 ANN = "person:ann"
 
 
-async def _create(api: Api, **fields: object) -> dict:
+async def _create(api: Api, **fields: object) -> dict[str, Any]:
     reply = await api.post("/api/v1/tasks", {"author": ANN, "title": "Book a room", **fields})
     assert reply.status == 201, reply.text
-    return reply.body
+    task: dict[str, Any] = reply.body
+    return task
 
 
-async def test_a_task_is_created_open_with_a_created_event(gateway) -> None:
+async def test_a_task_is_created_open_with_a_created_event(gateway: Api) -> None:
     task = await _create(gateway, body="Friday 10:00", assignee="role:echo",
                          external={"source": "github", "key": "acme/app#1"})  # fmt: skip
     assert task["status"] == "open" and task["assignee"] == "echo" and task["events"] == 1
@@ -29,7 +30,7 @@ async def test_a_task_is_created_open_with_a_created_event(gateway) -> None:
     assert [e["kind"] for e in shown["history"]] == ["created"]
 
 
-async def test_changes_and_comments_are_task_events_in_order(gateway) -> None:
+async def test_changes_and_comments_are_task_events_in_order(gateway: Api) -> None:
     task = await _create(gateway)
     moved = await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}",
                                json={"author": "person:bob", "status": "in_progress",
@@ -56,7 +57,7 @@ async def test_changes_and_comments_are_task_events_in_order(gateway) -> None:
     assert history[0]["position"] < history[1]["position"] < history[2]["position"]
 
 
-async def test_status_moves_follow_the_rules(gateway) -> None:
+async def test_status_moves_follow_the_rules(gateway: Api) -> None:
     task = await _create(gateway)
     path = f"/api/v1/tasks/{task['id']}"
     done = await gateway.call("PATCH", path, json={"author": ANN, "status": "done"})
@@ -71,14 +72,14 @@ async def test_status_moves_follow_the_rules(gateway) -> None:
     assert reopened.body["status"] == "open"
 
 
-async def test_tasks_are_listed_by_status_and_assignee_in_pages(gateway):
+async def test_tasks_are_listed_by_status_and_assignee_in_pages(gateway: Api) -> None:
     first = await _create(gateway, assignee="echo")
     await _create(gateway)
     await _create(gateway, assignee="echo")
     done = {"author": ANN, "status": "done"}
     await gateway.call("PATCH", f"/api/v1/tasks/{first['id']}", json=done)
 
-    def titles_of(body: dict) -> list[str]:
+    def titles_of(body: dict[str, Any]) -> list[str]:
         return [t["id"] for t in body["tasks"]]
 
     assigned = (await gateway.get("/api/v1/tasks?assignee=echo")).body
@@ -90,7 +91,7 @@ async def test_tasks_are_listed_by_status_and_assignee_in_pages(gateway):
     assert len(titles_of(page)) == 2 and len(titles_of(rest)) == 1
 
 
-async def test_bad_task_requests_get_clear_errors(gateway) -> None:
+async def test_bad_task_requests_get_clear_errors(gateway: Api) -> None:
     (await gateway.post("/api/v1/tasks", {"author": ANN})).error(422, "missing_field")
     (await gateway.post("/api/v1/tasks", {"author": "role:echo", "title": "x"})).error(
         422, "invalid_author"
@@ -111,13 +112,16 @@ async def test_bad_task_requests_get_clear_errors(gateway) -> None:
     )
 
 
-async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway) -> None:
+async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway: Api) -> None:
     task = await _create(gateway, assignee="echo")
-    deadline = time.monotonic() + 10
-    while not (runs := (await gateway.get(f"/api/v1/runs?task={task['id']}")).body["runs"]):
-        assert time.monotonic() < deadline, "no task run"
-        await asyncio.sleep(0.02)
-    [run] = runs
+
+    async def task_runs() -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = (await gateway.get(f"/api/v1/runs?task={task['id']}")).body[
+            "runs"
+        ]
+        return runs
+
+    [run] = await eventually(task_runs, what="the task's run")
     assert run["kind"] == "task" and run["task_id"] == task["id"] and run["thread_id"] is None
     assert run["role"] == "echo"
     (await gateway.get("/api/v1/runs?task=nope")).error(404, "task_not_found")

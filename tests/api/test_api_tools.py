@@ -3,20 +3,22 @@ every call; memory stays in its conversation; messages sent and retracted reach 
 
 from __future__ import annotations
 
-import asyncio
-import time
+from typing import Any
 
-from tests.api.conftest import TOKEN, Api
+from tests.api.conftest import TOKEN, Api, Reply
+from tests.waiting import eventually
 
 
 async def _conversation(api: Api, person: str, role: str = "echo") -> tuple[str, str, str]:
     """A conversation of `person` with a role whose run exists: (thread id, run id, run token)."""
     thread = (await api.thread(person, f"role:{role}"))["id"]
     await api.say(thread, person, "hello")
-    deadline = time.monotonic() + 10
-    while not (runs := (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+
+    async def runs_of_thread() -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = (await api.get(f"/api/v1/runs?thread={thread}")).body["runs"]
+        return runs
+
+    runs = await eventually(runs_of_thread, what=f"the run of {person}'s conversation")
     minted = await api.post(f"/api/v1/runs/{runs[0]['id']}/token")
     assert minted.status == 201, minted.text
     token = minted.body["token"]
@@ -24,11 +26,11 @@ async def _conversation(api: Api, person: str, role: str = "echo") -> tuple[str,
     return thread, runs[0]["id"], token
 
 
-async def _tool(api: Api, token: str, name: str, arguments: object = None):
+async def _tool(api: Api, token: str | None, name: str, arguments: object = None) -> Reply:
     return await api.post(f"/api/v1/tools/{name}", arguments, token=token)
 
 
-async def test_the_tools_are_listed_with_their_schemas(gateway) -> None:
+async def test_the_tools_are_listed_with_their_schemas(gateway: Api) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     listed = await gateway.get("/api/v1/tools", token=token)
     assert listed.status == 200, listed.text
@@ -42,7 +44,7 @@ async def test_the_tools_are_listed_with_their_schemas(gateway) -> None:
     assert store["input_schema"]["required"] == ["payload"]
 
 
-async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway) -> None:
+async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway: Api) -> None:
     _, _, ann = await _conversation(gateway, "person:ann")
     _, _, bob = await _conversation(gateway, "person:bob")
     stored = await _tool(gateway, ann, "store", {"payload": {"kind": "note", "text": "tea"}})
@@ -55,7 +57,7 @@ async def test_memory_stored_in_one_conversation_is_recalled_there_only(gateway)
     assert theirs.body["result"]["entries"] == []
 
 
-async def test_send_message_and_retract_reach_the_timeline(gateway) -> None:
+async def test_send_message_and_retract_reach_the_timeline(gateway: Api) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     sent = await _tool(
         gateway, token, "send_message", {"text": "A reminder", "context": {"kind": "reminder"}}
@@ -79,14 +81,14 @@ async def test_send_message_and_retract_reach_the_timeline(gateway) -> None:
     )
 
 
-async def test_peek_pending_shows_what_the_run_has_not_read(gateway) -> None:
+async def test_peek_pending_shows_what_the_run_has_not_read(gateway: Api) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     peeked = await _tool(gateway, token, "peek_pending", {})
     assert peeked.status == 200, peeked.text
     assert isinstance(peeked.body["result"]["pending"], list)
 
 
-async def test_a_run_token_is_refused_once_its_person_is_removed(gateway) -> None:
+async def test_a_run_token_is_refused_once_its_person_is_removed(gateway: Api) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     await gateway.set_state(thread, "person:ann", "removed")
     (await _tool(gateway, token, "recall", {})).error(403, "person_removed")
@@ -94,7 +96,7 @@ async def test_a_run_token_is_refused_once_its_person_is_removed(gateway) -> Non
     assert (await _tool(gateway, token, "recall", {})).status == 200
 
 
-async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway) -> None:
+async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway: Api) -> None:
     _, run_id, token = await _conversation(gateway, "person:ann")
     (await _tool(gateway, "rct_garbage", "recall", {})).error(401, "invalid_run_token")
     (await _tool(gateway, None, "recall", {})).error(401, "invalid_run_token")
@@ -110,7 +112,7 @@ async def test_bad_tokens_and_bad_calls_get_clear_errors(gateway) -> None:
     (await gateway.post(f"/api/v1/runs/{run_id}/token", token=None)).error(401, "unauthorized")
 
 
-async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway) -> None:
+async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway: Api) -> None:
     _, run_id, token = await _conversation(gateway, "person:ann")
     created = await _tool(gateway, token, "task_create", {"title": "Order chairs",
                                                           "assignee": "echo"})  # fmt: skip
@@ -136,7 +138,7 @@ async def test_task_tools_record_the_run_as_the_one_who_changed_the_task(gateway
     (await _tool(gateway, token, "task_get", {"task_id": "nope"})).error(404, "task_not_found")
 
 
-async def test_subscribing_makes_task_changes_wake_the_conversation(gateway) -> None:
+async def test_subscribing_makes_task_changes_wake_the_conversation(gateway: Api) -> None:
     thread, run_id, token = await _conversation(gateway, "person:ann")
     task = (await _tool(gateway, token, "task_create", {"title": "Paint the door"})).body["result"]
     subscribed = await _tool(gateway, token, "subscribe", {"task_id": task["id"]})
@@ -144,11 +146,11 @@ async def test_subscribing_makes_task_changes_wake_the_conversation(gateway) -> 
     done = {"author": "person:bob", "status": "done"}
     assert (await gateway.call("PATCH", f"/api/v1/tasks/{task['id']}", json=done)).status == 200
 
-    deadline = time.monotonic() + 10
-    while not [t for t in (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
-               if t["cause"] == "news"]:  # fmt: skip
-        assert time.monotonic() < deadline, "the news never woke the run"
-        await asyncio.sleep(0.02)
+    async def news_turns() -> list[dict[str, Any]]:
+        turns = (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
+        return [t for t in turns if t["cause"] == "news"]
+
+    await eventually(news_turns, what="the news woke the run")
     turns = (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
     news = next(t for t in turns if t["cause"] == "news")
     assert news["outcome"] == "silent"  # echo answers people only
@@ -160,14 +162,15 @@ async def test_subscribing_makes_task_changes_wake_the_conversation(gateway) -> 
 
 
 async def test_calls_past_the_turns_budget_are_refused_and_calls_between_turns_not_counted(
-    gateway,
+    gateway: Api,
 ) -> None:
     # slow's turn takes a minute and its role allows two tool calls a turn (tests/api/conftest)
     _, run_id, token = await _conversation(gateway, "person:ann", "slow")
-    deadline = time.monotonic() + 10
-    while not (await gateway.get(f"/api/v1/runs/{run_id}")).body["running"]:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+
+    async def running() -> bool:
+        return bool((await gateway.get(f"/api/v1/runs/{run_id}")).body["running"])
+
+    await eventually(running, what="slow's turn started")
     for _ in range(2):
         assert (await _tool(gateway, token, "recall", {})).status == 200
     refused = await _tool(gateway, token, "recall", {})

@@ -188,7 +188,7 @@ async def test_no_api_write_route_gives_a_5xx_and_valid_messages_are_answered(
 @given(data=st.data())
 async def test_no_widget_route_gives_a_5xx_and_visitors_are_answered(
     edge: Edge, data: st.DataObject
-):
+) -> None:
     known: tuple[dict[str, str], str] | None = getattr(edge, "widget_visitor", None)
     if known is None:
         session = await edge.raw("POST", "/widget/v1/sessions", dumps({"role": "echo"}), token=None)

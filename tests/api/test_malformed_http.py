@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -59,7 +60,7 @@ def _error(answer: tuple[int, dict[str, str], Any], status: int, code: str) -> s
 
 
 @pytest.fixture
-def no_errors_logged(caplog: pytest.LogCaptureFixture):
+def no_errors_logged(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     caplog.set_level(logging.INFO)
     yield
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -70,7 +71,7 @@ def _message(text: str = "hello") -> bytes:
     return dumps({"author": "person:ann", "text": text})
 
 
-async def test_gzip_and_deflate_bodies_that_are_what_they_say_work(edge: Edge):
+async def test_gzip_and_deflate_bodies_that_are_what_they_say_work(edge: Edge) -> None:
     thread = (await edge.thread("person:ann", "role:echo"))["id"]
     path = f"/api/v1/threads/{thread}/messages"
     for coding, packed in [("gzip", gzip.compress(_message("zipped"))),

@@ -5,15 +5,13 @@ call, as over HTTP."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx2
-from aiohttp.test_utils import TestServer
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -23,10 +21,11 @@ from core.engine.runtimes.registry import Runtimes
 from core.engine.tools import TOOLS
 from core.model.roles import Role
 from gateway.app import build_app
-from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
 from tests.api.test_api_tools import _conversation
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
+from tests.settings import make_settings
+from tests.waiting import eventually
 
 
 @asynccontextmanager
@@ -46,7 +45,7 @@ def _structured(result: Any) -> dict[str, Any]:
     return structured
 
 
-async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway) -> None:
+async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway: Api) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         listed = await client.list_tools()
@@ -58,7 +57,7 @@ async def test_an_mcp_client_lists_the_tools_with_their_schemas(gateway) -> None
         assert "thread" not in tool.description.lower()
 
 
-async def test_store_recall_and_send_over_mcp(gateway) -> None:
+async def test_store_recall_and_send_over_mcp(gateway: Api) -> None:
     thread, _, ann = await _conversation(gateway, "person:ann")
     _, _, bob = await _conversation(gateway, "person:bob")
     async with mcp_client(gateway, ann) as client:
@@ -80,7 +79,7 @@ async def test_store_recall_and_send_over_mcp(gateway) -> None:
     assert event["author"] == "role:echo" and event["text"] == "Noted: green tea."
 
 
-async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gateway) -> None:
+async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gateway: Api) -> None:
     _, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         missing = await client.call_tool("task_get", {})
@@ -93,7 +92,7 @@ async def test_tool_errors_come_back_as_tool_errors_with_the_http_error_body(gat
         assert not_found.is_error and "error" in _structured(not_found)
 
 
-async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway) -> None:
+async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway: Api) -> None:
     thread, _, token = await _conversation(gateway, "person:ann")
     async with mcp_client(gateway, token) as client:
         assert not (await client.call_tool("store", {"payload": {"n": 1}})).is_error
@@ -103,7 +102,9 @@ async def test_a_removed_persons_run_is_refused_at_its_next_mcp_call(gateway) ->
     assert _structured(refused)["error"]["code"] == "person_removed"
 
 
-async def test_the_endpoint_refuses_missing_and_unknown_tokens_over_plain_http(gateway) -> None:
+async def test_the_endpoint_refuses_missing_and_unknown_tokens_over_plain_http(
+    gateway: Api,
+) -> None:
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for token in (None, "rct_not-a-token"):
         reply = await gateway.post("/mcp", initialize, token=token)
@@ -157,40 +158,35 @@ class _Runtimes(Runtimes):
 
 
 @asynccontextmanager
-async def _remote_gateway(tmp_path, **role: Any) -> AsyncIterator[Api]:
+async def _remote_gateway(tmp_path: Path, **role: Any) -> AsyncIterator[Api]:
     """A gateway whose one role, `remote`, is backed by `_OverMcp` in a runtime that wants tools."""
     port = free_port()
-    settings = Settings(
-        var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db", port=port
-    )
-    remote = Role(
-        name="remote",
-        display_name="Remote",
-        runtime={"kind": "builtin", "agent": "over-mcp"},
-        **role,
+    settings = make_settings(tmp_path, port=port)
+    remote = Role.model_validate(
+        {
+            "name": "remote",
+            "display_name": "Remote",
+            "runtime": {"kind": "builtin", "agent": "over-mcp"},
+            **role,
+        }
     )
     app = build_app(settings, api_token=TOKEN, roles={"remote": remote}, runtimes=_Runtimes())
-    server = TestServer(app, host="127.0.0.1", port=port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
+    async with serve(app, port=port) as server, aiohttp.ClientSession() as session:
+        yield Api(server, session)
 
 
 async def _replies(api: Api, thread: str, count: int) -> list[str]:
-    deadline = time.monotonic() + 20
-    while True:
+    async def replies() -> list[str] | None:
         page = await api.timeline(thread, "?as=person:ann")
-        replies = [e["text"] for e in page["events"] if e.get("author") == "role:remote"]
-        if len(replies) >= count:
-            return replies
-        assert time.monotonic() < deadline, page
-        await asyncio.sleep(0.05)
+        said = [e["text"] for e in page["events"] if e.get("author") == "role:remote"]
+        return said if len(said) >= count else None
+
+    return await eventually(replies, what=f"{count} replies by role:remote", within=20)
 
 
-async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(tmp_path) -> None:
+async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(
+    tmp_path: Path,
+) -> None:
     async with _remote_gateway(tmp_path) as api:
         thread = (await api.thread("person:ann", "role:remote"))["id"]
         await api.say(thread, "person:ann", "my locker is 42")
@@ -200,8 +196,8 @@ async def test_a_runtime_that_wants_tools_gets_its_runs_token_at_session_start(t
 
 
 async def test_a_sessions_token_is_revoked_when_the_session_sleeps_and_the_next_gets_a_new_one(
-    tmp_path,
-):
+    tmp_path: Path,
+) -> None:
     _OverMcp.tokens_given.clear()
     async with _remote_gateway(tmp_path, idle_sleep_after=0.3) as api:
         thread = (await api.thread("person:ann", "role:remote"))["id"]
@@ -214,10 +210,8 @@ async def test_a_sessions_token_is_revoked_when_the_session_sleeps_and_the_next_
         async def refused() -> bool:
             return (await api.post("/api/v1/tools/recall", {}, token=first)).status == 401
 
-        deadline = time.monotonic() + 10
-        while not await refused():  # the session sleeps 0.3 s after its turn
-            assert time.monotonic() < deadline, "the slept session's token still works"
-            await asyncio.sleep(0.05)
+        # the session sleeps 0.3 s after its turn
+        await eventually(refused, what="the slept session's token refused")
         (await api.post("/api/v1/tools/recall", {}, token=first)).error(401, "invalid_run_token")
         # an operator's token is no session's: it stays
         assert (await api.post("/api/v1/tools/recall", {}, token=operators)).status == 200

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ INITIALIZE = (
 
 
 @pytest.fixture
-def no_errors_logged(caplog: pytest.LogCaptureFixture):
+def no_errors_logged(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     caplog.set_level(logging.DEBUG)
     yield
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -44,7 +45,7 @@ def _jsonrpc_error(reply: Reply, status: int) -> dict[str, Any]:
     return error
 
 
-async def test_transport_errors_are_jsonrpc_errors(edge: Edge, no_errors_logged: None):
+async def test_transport_errors_are_jsonrpc_errors(edge: Edge, no_errors_logged: None) -> None:
     _, _, token = await edge.run_token("person:ann")
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
 
@@ -95,7 +96,7 @@ async def test_header_bytes_latin1_cannot_carry_are_no_500(
 
 async def test_a_client_that_hangs_up_mid_request_harms_nothing(
     edge: Edge, caplog: pytest.LogCaptureFixture, no_errors_logged: None
-):
+) -> None:
     """The client sends its headers and most of the body, then leaves: the handler, started on
     the headers, finds the body cut off — a 400 nobody reads, one INFO line, no traceback at
     ERROR — and the gateway serves on, the same call working for the next client."""

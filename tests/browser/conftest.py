@@ -19,13 +19,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 from playwright.async_api import Error as PlaywrightError
 
-from gateway.settings import Settings
-from tests.browser.harness import Gateway, OpenPage, Troubles, free_port
+from gateway.settings import SiteSettings
+from tests.browser.harness import Gateway, OpenPage, Troubles
 from tests.browser.host_page import SITE, SITE_SECRET, page_app
+from tests.serving import free_port, serve
+from tests.settings import make_settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -54,13 +55,15 @@ async def gateway(
 ) -> AsyncIterator[Gateway]:
     port = free_port()
     shop_origin = f"http://127.0.0.1:{shop_port}"
-    settings = Settings(
+    settings = make_settings(
+        tmp_path,
         var_dir=tmp_path / "var",
-        database_url=f"sqlite+aiosqlite:///{tmp_path / 'rolecall.db'}",
         host="127.0.0.1",
         port=port,
         public_url=f"http://127.0.0.1:{port}",
-        sites={SITE: {"secret": SITE_SECRET, "origins": [shop_origin]}},
+        sites={
+            SITE: SiteSettings.model_validate({"secret": SITE_SECRET, "origins": [shop_origin]})
+        },
         **gateway_options,
     )
     async with aiohttp.ClientSession() as http:
@@ -76,12 +79,8 @@ async def gateway(
 @pytest.fixture
 async def shop(gateway: Gateway, shop_port: int) -> AsyncIterator[str]:
     """The shop's base URL; its pages embed the widget from `gateway`."""
-    server = TestServer(page_app(gateway.url), host="127.0.0.1", port=shop_port)
-    await server.start_server()
-    try:
+    async with serve(page_app(gateway.url), port=shop_port):
         yield gateway.shop_origin
-    finally:
-        await server.close()
 
 
 def _unavailable(reason: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,33 +24,33 @@ from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.browser.host_page import SITE, user_token
+from tests.serving import serve
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "test-results"
 TOKEN = "browser-tests-operator-token-0123456789"
 
 ROLES = {
-    "concierge": Role(
-        name="concierge",
-        display_name="Concierge",
-        runtime={"kind": "builtin", "agent": "concierge"},
+    "concierge": Role.model_validate(
+        {
+            "name": "concierge",
+            "display_name": "Concierge",
+            "runtime": {"kind": "builtin", "agent": "concierge"},
+        }
     ),
-    "echo": Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"}),
-    "slow": Role(
-        name="slow",
-        display_name="Slow",
-        runtime={"kind": "builtin", "agent": "echo", "delay_ms": 2000},
+    "echo": Role.model_validate(
+        {"name": "echo", "display_name": "Echo", "runtime": {"kind": "builtin", "agent": "echo"}}
+    ),
+    "slow": Role.model_validate(
+        {
+            "name": "slow",
+            "display_name": "Slow",
+            "runtime": {"kind": "builtin", "agent": "echo", "delay_ms": 2000},
+        }
     ),
 }
 """`concierge` is the demo role's agent; `echo` repeats each person message at once; `slow` does
 the same two seconds later (long enough to see "working…")."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -60,6 +59,7 @@ class Gateway:
     http: aiohttp.ClientSession
     shop_origin: str
     server: TestServer | None = None
+    _serving: contextlib.AsyncExitStack | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -69,14 +69,14 @@ class Gateway:
         """Serve on the gateway's own port, or (a stand-in while it is down) on another one."""
         assert self.server is None, "already running"
         app = build_app(self.settings, api_token=TOKEN, roles=ROLES)
-        server = TestServer(app, host="127.0.0.1", port=port or self.settings.port)
-        await server.start_server()
-        self.server = server
+        serving = contextlib.AsyncExitStack()
+        self.server = await serving.enter_async_context(serve(app, port=port or self.settings.port))
+        self._serving = serving
 
     async def stop(self) -> None:
-        assert self.server is not None, "not running"
-        server, self.server = self.server, None
-        await server.close()
+        assert self._serving is not None, "not running"
+        serving, self._serving, self.server = self._serving, None, None
+        await serving.aclose()
 
     async def call(
         self, method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None

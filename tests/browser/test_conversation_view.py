@@ -11,7 +11,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.harness import Gateway, OpenPage, Troubles, Widget, save_screenshot
-from tests.host.scene import eventually
+from tests.waiting import eventually
 
 ANN = "/page?role=echo&user=ann-1&name=Ann+Example"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from playwright.async_api import expect
 
 from tests.browser.harness import Gateway, OpenPage, Widget
-from tests.host.scene import eventually
+from tests.waiting import eventually
 
 
 async def test_a_visitor_linked_into_a_known_person_continues_as_them(

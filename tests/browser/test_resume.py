@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from tests.browser.harness import Gateway, OpenPage, Relay, Widget, free_port
-from tests.host.scene import eventually
+from tests.browser.harness import Gateway, OpenPage, Relay, Widget
+from tests.serving import free_port
+from tests.waiting import eventually
 
 ANN = "/page?role=echo&user=ann-1&name=Ann+Example"
 RECONNECTING = "Connection lost — reconnecting…"
@@ -38,7 +39,7 @@ async def say_and_await_echo(gateway: Gateway, thread: str, person: str, text: s
 
     async def echoed() -> bool:
         messages = await gateway.messages(thread, person)
-        return messages[-1]["text"] == text and messages[-1]["author"] == "role:echo"
+        return bool(messages[-1]["text"] == text and messages[-1]["author"] == "role:echo")
 
     await eventually(echoed)
 

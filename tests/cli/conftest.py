@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,18 +23,13 @@ from typing import Any
 
 import pytest
 
+from tests.serving import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 ROLECALL = Path(sys.executable).with_name("rolecall")
 TOKEN = "cli-tests-operator-token-0123456789"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def clean_env(**values: str) -> dict[str, str]:

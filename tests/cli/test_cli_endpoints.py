@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
+from tests.cli.conftest import Cli
+
 
 @pytest.fixture(scope="module")
 def gateway_settings() -> dict[str, str]:
@@ -83,7 +85,7 @@ def until(check: Callable[[], Any], within: float = 15.0) -> Any:
     return got
 
 
-def test_add_deliver_show_replay_and_remove(cli, receiver: Receiver) -> None:
+def test_add_deliver_show_replay_and_remove(cli: Cli, receiver: Receiver) -> None:
     added = cli("endpoint", "add", receiver.url, "--kind", "message")
     assert added.returncode == 0, added.stderr
     about = fields(added.stdout.splitlines()[0] + "\n" + added.stdout.splitlines()[1])
@@ -132,7 +134,7 @@ def test_add_deliver_show_replay_and_remove(cli, receiver: Receiver) -> None:
     assert cli("endpoint", "list", "--json").json()["endpoints"] == []
 
 
-def test_failures_are_one_line(cli) -> None:
+def test_failures_are_one_line(cli: Cli) -> None:
     refused = cli("endpoint", "add", "ftp://example.com/")
     assert refused.error_line.startswith("rolecall: invalid_url: url: url must be")
     unknown = cli("endpoint", "show", "nope")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.conftest import TOKEN, Cli, Gateway, clean_env, free_port, running_gateway
+from tests.cli.conftest import TOKEN, Cli, Gateway, Result, clean_env, running_gateway
+from tests.serving import free_port
 from tests.webhooks.conftest import SECRETS, issue, write_sources
 
 SOURCES_ENV = SECRETS
@@ -72,7 +73,7 @@ def tasks(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 def test_a_standard_webhooks_sample_creates_the_task_once(
-    hook: Cli, gateway: Gateway, tmp_path
+    hook: Cli, gateway: Gateway, tmp_path: Path
 ) -> None:
     file = sample(tmp_path, {"key": "INC-7", "title": "Printer on fire"})
     sent = hook("hook", "test", "tracker", file, "--id", "msg_cli_1")
@@ -86,7 +87,7 @@ def test_a_standard_webhooks_sample_creates_the_task_once(
     assert [t["title"] for t in tasks(gateway)].count("Printer on fire") == 1
 
 
-def test_a_github_sample_is_sent_as_the_event_its_payload_is(hook: Cli, tmp_path) -> None:
+def test_a_github_sample_is_sent_as_the_event_its_payload_is(hook: Cli, tmp_path: Path) -> None:
     comment = {
         "action": "created",
         "issue": issue(number=11),
@@ -110,14 +111,14 @@ def test_the_generic_kind_and_stdin(hook: Cli) -> None:
     assert status == 200 and answer["task"]["external"]["source"] == "forms"
 
 
-def test_a_refused_sample_is_one_line_with_the_gateway_s_answer(hook: Cli, tmp_path) -> None:
+def test_a_refused_sample_is_one_line_with_the_gateway_s_answer(hook: Cli, tmp_path: Path) -> None:
     refused = hook("hook", "test", "tracker", sample(tmp_path, {"key": "NEW-1", "status": "done"}))
     assert refused.returncode == 1
     line = refused.error_line
     assert line.startswith("rolecall: 422 {") and '"unknown_item"' in line
 
 
-def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path) -> None:
+def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path: Path) -> None:
     file = sample(tmp_path, {"key": "k", "title": "t"})
     unknown = hook("hook", "test", "nobody", file)
     assert unknown.returncode == 2
@@ -135,14 +136,14 @@ def test_usage_problems_are_one_line_and_exit_2(hook: Cli, tmp_path) -> None:
     assert missing.returncode == 2 and "cannot read" in missing.error_line
 
 
-def test_no_gateway_is_one_line(hook: Cli, tmp_path) -> None:
+def test_no_gateway_is_one_line(hook: Cli, tmp_path: Path) -> None:
     file = sample(tmp_path, {"key": "k", "title": "t"})
     down = hook("hook", "test", "tracker", file, ROLECALL_URL=f"http://127.0.0.1:{free_port()}")
     assert down.returncode == 1 and "no gateway answers at" in down.error_line
 
 
 def test_a_source_whose_secret_is_not_set_stops_serve(
-    tmp_path: Path, rolecall, environment
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
 ) -> None:
     sources = write_sources(tmp_path / "sources")
     env = environment(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.conftest import Cli, Gateway
 from tests.cli.test_cli_runs import converse, fields, rows
 
 
@@ -29,7 +30,7 @@ def person() -> str:
     return f"person:m-{uuid.uuid4().hex[:8]}"
 
 
-def _tool(gateway, token: str, name: str, arguments: dict[str, Any]) -> Any:
+def _tool(gateway: Gateway, token: str, name: str, arguments: dict[str, Any]) -> Any:
     request = urllib.request.Request(
         f"{gateway.url}/api/v1/tools/{name}",
         data=json.dumps(arguments).encode(),
@@ -40,7 +41,7 @@ def _tool(gateway, token: str, name: str, arguments: dict[str, Any]) -> Any:
         return json.loads(answer.read())["result"]
 
 
-def _agent(cli, gateway, person: str) -> tuple[str, str]:
+def _agent(cli: Cli, gateway: Gateway, person: str) -> tuple[str, str]:
     """A conversation of `person` with echo, and a run token for its tools."""
     thread_id, run = converse(cli, person)
     minted = cli("run", "token", run["id"])
@@ -49,7 +50,7 @@ def _agent(cli, gateway, person: str) -> tuple[str, str]:
 
 
 def test_an_operator_lists_and_redacts_an_entry_the_tools_then_never_recall(
-    cli, gateway, person
+    cli: Cli, gateway: Gateway, person: str
 ) -> None:
     thread_id, token = _agent(cli, gateway, person)
     bad = _tool(gateway, token, "store", {"payload": {"kind": "note", "text": "wrong door"}})["id"]
@@ -87,7 +88,9 @@ def test_an_operator_lists_and_redacts_an_entry_the_tools_then_never_recall(
     assert again.error_line.startswith("rolecall: already_redacted: ")
 
 
-def test_memory_list_pages_and_says_when_there_is_nothing(cli, gateway, person) -> None:
+def test_memory_list_pages_and_says_when_there_is_nothing(
+    cli: Cli, gateway: Gateway, person: str
+) -> None:
     thread_id, token = _agent(cli, gateway, person)
     ids = [_tool(gateway, token, "store", {"payload": {"n": n}})["id"] for n in range(2)]
 
@@ -105,7 +108,7 @@ def test_memory_list_pages_and_says_when_there_is_nothing(cli, gateway, person) 
     assert empty.stdout == "(no memory for role:echo)\n"
 
 
-def test_memory_commands_fail_with_one_line(cli, gateway, person) -> None:
+def test_memory_commands_fail_with_one_line(cli: Cli, gateway: Gateway, person: str) -> None:
     _, token = _agent(cli, gateway, person)
     entry = _tool(gateway, token, "store", {"payload": {"text": "x"}})["id"]
 

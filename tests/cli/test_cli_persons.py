@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.cli.conftest import Cli
+
 
 def rows(table: str) -> list[list[str]]:
     """A table's body rows, split on the two-space column gaps (the header dropped)."""
@@ -27,7 +29,7 @@ def slug() -> str:
     return f"p-{uuid.uuid4().hex[:10]}"
 
 
-def test_create_show_and_list(cli, slug) -> None:
+def test_create_show_and_list(cli: Cli, slug: str) -> None:
     created = cli("person", "create", "Ann Lee", "--slug", slug, "--email", "ann@example.com")
     assert created.returncode == 0, created.stderr
     head, identities = created.stdout.split("\n\n")
@@ -52,7 +54,7 @@ def test_create_show_and_list(cli, slug) -> None:
     assert [slug, "Ann Lee", "ann@example.com", "active"] in rows(listed.stdout)
 
 
-def test_list_pages_with_after_and_limit(cli, slug) -> None:
+def test_list_pages_with_after_and_limit(cli: Cli, slug: str) -> None:
     for n in range(3):
         assert cli("person", "create", f"P{n}", "--slug", f"{slug}-{n}").returncode == 0
     first = cli("person", "list", "--limit", "1")
@@ -64,7 +66,7 @@ def test_list_pages_with_after_and_limit(cli, slug) -> None:
     assert {f"{slug}-{n}" for n in range(3)} <= {p["slug"] for p in after["persons"]} | {more[1]}
 
 
-def test_identities_link_codes_and_a_merge(cli, slug) -> None:
+def test_identities_link_codes_and_a_merge(cli: Cli, slug: str) -> None:
     a, b = f"{slug}-a", f"{slug}-b"
     web = f"web:example.com:{slug}"
     assert cli("person", "create", "A", "--slug", a).returncode == 0
@@ -89,7 +91,7 @@ def test_identities_link_codes_and_a_merge(cli, slug) -> None:
     assert again.returncode == 1
 
 
-def test_deactivate_and_activate(cli, slug) -> None:
+def test_deactivate_and_activate(cli: Cli, slug: str) -> None:
     assert cli("person", "create", "Ann", "--slug", slug).returncode == 0
     off = cli("person", "deactivate", slug)
     assert off.returncode == 0, off.stderr
@@ -100,7 +102,7 @@ def test_deactivate_and_activate(cli, slug) -> None:
     assert on["state"] == "active"
 
 
-def test_failures_are_one_line(cli, slug) -> None:
+def test_failures_are_one_line(cli: Cli, slug: str) -> None:
     missing = cli("person", "show", "nobody-here")
     assert missing.error_line == "rolecall: person_not_found: no person with slug 'nobody-here'"
     assert missing.returncode == 1

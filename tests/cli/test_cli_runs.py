@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import TOKEN
+from tests.cli.conftest import TOKEN, Cli, Gateway, Result
 
 DEADLINE = 15.0  # seconds to wait for the run host; a built-in turn takes milliseconds
 
@@ -51,7 +51,7 @@ def fields(table: str) -> dict[str, str]:
     return dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in table.splitlines())
 
 
-def resolve(cli, *participants: str) -> str:
+def resolve(cli: Cli, *participants: str) -> str:
     return str(cli("thread", "resolve", *participants, "--json").json()["id"])
 
 
@@ -67,12 +67,12 @@ def wait_for(what: str, probe: Callable[[], Any]) -> Any:
         time.sleep(0.05)
 
 
-def replies(cli, thread_id: str, role: str, *extra: str) -> list[dict[str, Any]]:
+def replies(cli: Cli, thread_id: str, role: str, *extra: str) -> list[dict[str, Any]]:
     events = cli("thread", "timeline", thread_id, *extra, "--json").json()["events"]
     return [e for e in events if e["kind"] == "message" and e["author"] == role]
 
 
-def the_run(cli, thread_id: str, *, turns: int = 1) -> dict[str, Any]:
+def the_run(cli: Cli, thread_id: str, *, turns: int = 1) -> dict[str, Any]:
     """The thread's one run, once it has finished `turns` turns."""
 
     def probe() -> dict[str, Any] | None:
@@ -83,7 +83,7 @@ def the_run(cli, thread_id: str, *, turns: int = 1) -> dict[str, Any]:
     return run
 
 
-def converse(cli, person: str, text: str = "hello echo") -> tuple[str, dict[str, Any]]:
+def converse(cli: Cli, person: str, text: str = "hello echo") -> tuple[str, dict[str, Any]]:
     """A thread of `person` and role:echo in which `person` said `text` and echo answered."""
     thread_id = resolve(cli, person, "role:echo")
     sent = cli("thread", "send", thread_id, "--as", person, text)
@@ -93,13 +93,13 @@ def converse(cli, person: str, text: str = "hello echo") -> tuple[str, dict[str,
     return thread_id, the_run(cli, thread_id)
 
 
-def test_serve_names_the_roles_of_its_roles_dir(gateway) -> None:
+def test_serve_names_the_roles_of_its_roles_dir(gateway: Gateway) -> None:
     assert gateway.stdout.splitlines() == [
         f"Rolecall listening on {gateway.url} (role:echo, role:slow)"
     ]
 
 
-def test_an_echo_reply_and_its_run_turns_and_transcript(cli, person) -> None:
+def test_an_echo_reply_and_its_run_turns_and_transcript(cli: Cli, person: str) -> None:
     thread_id = resolve(cli, person, "role:echo")
     none_yet = cli("run", "list", "--thread", thread_id)
     assert none_yet.returncode == 0, none_yet.stderr
@@ -177,7 +177,7 @@ def test_an_echo_reply_and_its_run_turns_and_transcript(cli, person) -> None:
     assert [r["id"] for r in as_address["runs"]] == [r["id"] for r in of_role["runs"]]
 
 
-def test_runs_of_a_role_page_with_after_and_limit(cli) -> None:
+def test_runs_of_a_role_page_with_after_and_limit(cli: Cli) -> None:
     mine = {converse(cli, f"person:p{n}-{uuid.uuid4().hex[:8]}")[1]["id"] for n in range(2)}
 
     seen: list[str] = []
@@ -200,7 +200,7 @@ def test_runs_of_a_role_page_with_after_and_limit(cli) -> None:
     assert nobody.stdout == "(no runs for role:nobody)\n"
 
 
-def test_cancel_of_an_idle_run_is_refused_in_one_line(cli, person) -> None:
+def test_cancel_of_an_idle_run_is_refused_in_one_line(cli: Cli, person: str) -> None:
     _, run = converse(cli, person)
     refused = cli("run", "cancel", run["id"])
     assert refused.returncode == 1
@@ -210,7 +210,7 @@ def test_cancel_of_an_idle_run_is_refused_in_one_line(cli, person) -> None:
     )
 
 
-def test_cancel_stops_a_running_turn(cli, person) -> None:
+def test_cancel_stops_a_running_turn(cli: Cli, person: str) -> None:
     thread_id = resolve(cli, person, "role:slow")
     cli("thread", "send", thread_id, "--as", person, "take your time")
 
@@ -240,7 +240,7 @@ def test_cancel_stops_a_running_turn(cli, person) -> None:
     assert turn["replies"] == [events[1]["id"]]
 
 
-def test_start_fresh_opens_session_2_and_archives_the_timeline(cli, person) -> None:
+def test_start_fresh_opens_session_2_and_archives_the_timeline(cli: Cli, person: str) -> None:
     thread_id, run = converse(cli, person, "before the fresh start")
     before = cli("thread", "timeline", thread_id, "--json").json()["events"]
     assert [e.get("text") for e in before] == ["before the fresh start"] * 2
@@ -296,13 +296,13 @@ def test_start_fresh_opens_session_2_and_archives_the_timeline(cli, person) -> N
         ["run", "show", "no-such-run", "--json"],
     ],
 )
-def test_an_unknown_run_is_one_line_and_exit_1(cli, args: list[str]) -> None:
+def test_an_unknown_run_is_one_line_and_exit_1(cli: Cli, args: list[str]) -> None:
     failed = cli(*args)
     assert failed.returncode == 1
     assert failed.error_line == "rolecall: run_not_found: no run with id 'no-such-run'"
 
 
-def test_runs_of_an_unknown_thread_is_one_line_and_exit_1(cli) -> None:
+def test_runs_of_an_unknown_thread_is_one_line_and_exit_1(cli: Cli) -> None:
     failed = cli("run", "list", "--thread", "no-such-thread")
     assert failed.returncode == 1
     assert failed.error_line == "rolecall: thread_not_found: no thread with id 'no-such-thread'"
@@ -321,14 +321,16 @@ def test_runs_of_an_unknown_thread_is_one_line_and_exit_1(cli) -> None:
         ["run", "frobnicate"],
     ],
 )
-def test_usage_errors_exit_2_without_calling_the_gateway(offline_env, rolecall, args) -> None:
+def test_usage_errors_exit_2_without_calling_the_gateway(
+    offline_env: dict[str, str], rolecall: Callable[..., Result], args: list[str]
+) -> None:
     failed = rolecall(*args, env={**offline_env, "ROLECALL_API_TOKEN": "t" * 20})
     assert failed.returncode == 2
     assert "Traceback" not in failed.stderr
     assert failed.stderr.splitlines()[-1].startswith("rolecall")
 
 
-def test_send_with_wait_prints_the_message_and_the_reply(cli, person) -> None:
+def test_send_with_wait_prints_the_message_and_the_reply(cli: Cli, person: str) -> None:
     thread_id = resolve(cli, person, "role:echo")
     sent = cli("thread", "send", thread_id, "--as", person, "--wait", "10", "knock knock")
     assert sent.returncode == 0, sent.stderr
@@ -342,7 +344,7 @@ def test_send_with_wait_prints_the_message_and_the_reply(cli, person) -> None:
     assert [r["text"] for r in body["replies"]] == ["again"]
 
 
-def test_send_with_wait_says_so_when_no_reply_comes_in_time(cli, person) -> None:
+def test_send_with_wait_says_so_when_no_reply_comes_in_time(cli: Cli, person: str) -> None:
     thread_id = resolve(cli, person, "role:slow")
     waited = cli("thread", "send", thread_id, "--as", person, "--wait", "1", "hello?")
     assert waited.returncode == 1
@@ -350,7 +352,7 @@ def test_send_with_wait_says_so_when_no_reply_comes_in_time(cli, person) -> None
     assert [row[3:] for row in rows(waited.stdout)] == [["message", person, "hello?"]]
 
 
-def test_run_token_mints_a_token_the_tools_accept(cli, gateway, person) -> None:
+def test_run_token_mints_a_token_the_tools_accept(cli: Cli, gateway: Gateway, person: str) -> None:
     _, run = converse(cli, person)
     minted = cli("run", "token", run["id"])
     assert minted.returncode == 0, minted.stderr
@@ -367,7 +369,7 @@ def test_run_token_mints_a_token_the_tools_accept(cli, gateway, person) -> None:
     assert cli("run", "token", "nope").error_line.startswith("rolecall: run_not_found: ")
 
 
-def test_run_list_by_task_shows_the_assignees_task_run(cli, gateway) -> None:
+def test_run_list_by_task_shows_the_assignees_task_run(cli: Cli, gateway: Gateway) -> None:
     request = urllib.request.Request(
         gateway.url + "/api/v1/tasks",
         data=json.dumps({"author": "person:x", "title": "Tidy", "assignee": "echo"}).encode(),

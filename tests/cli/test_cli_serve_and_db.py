@@ -10,15 +10,22 @@ import socket
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+
+from tests.cli.conftest import Gateway, Result
 
 TOKEN = "serve-tests-operator-token-0123456789"
 
 
 def test_serve_creates_the_token_file_says_where_and_stops_on_ctrl_c(
-    tmp_path: Path, serve, rolecall, environment
+    tmp_path: Path,
+    serve: Callable[..., AbstractContextManager[Gateway]],
+    rolecall: Callable[..., Result],
+    environment: Callable[..., dict[str, str]],
 ) -> None:
     var_dir = tmp_path / "var"
     with serve(var_dir) as gateway:
@@ -41,7 +48,10 @@ def test_serve_creates_the_token_file_says_where_and_stops_on_ctrl_c(
 
 @pytest.mark.parametrize("port", ["not-a-port", "70000", "0"])
 def test_a_bad_port_stops_serve_with_one_line_naming_it(
-    tmp_path: Path, port: str, rolecall, environment
+    tmp_path: Path,
+    port: str,
+    rolecall: Callable[..., Result],
+    environment: Callable[..., dict[str, str]],
 ) -> None:
     env = environment(ROLECALL_VAR_DIR=str(tmp_path), ROLECALL_PORT=port)
     failed = rolecall("serve", env=env)
@@ -50,7 +60,7 @@ def test_a_bad_port_stops_serve_with_one_line_naming_it(
 
 
 def test_a_bad_database_url_stops_db_upgrade_with_one_line_naming_it(
-    tmp_path: Path, rolecall, environment
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
 ) -> None:
     env = environment(ROLECALL_VAR_DIR=str(tmp_path), ROLECALL_DATABASE_URL="mysql://x")
     failed = rolecall("db", "upgrade", env=env)
@@ -58,7 +68,9 @@ def test_a_bad_database_url_stops_db_upgrade_with_one_line_naming_it(
     assert failed.error_line.startswith("rolecall: ROLECALL_DATABASE_URL: ")
 
 
-def test_serve_on_a_port_in_use_says_so(tmp_path: Path, rolecall, environment) -> None:
+def test_serve_on_a_port_in_use_says_so(
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
+) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -73,7 +85,9 @@ def test_serve_on_a_port_in_use_says_so(tmp_path: Path, rolecall, environment) -
     )
 
 
-def test_db_upgrade_on_a_fresh_sqlite_file(tmp_path: Path, rolecall, environment) -> None:
+def test_db_upgrade_on_a_fresh_sqlite_file(
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
+) -> None:
     var_dir = tmp_path / "fresh"
     env = environment(ROLECALL_VAR_DIR=str(var_dir))
 
@@ -88,7 +102,9 @@ def test_db_upgrade_on_a_fresh_sqlite_file(tmp_path: Path, rolecall, environment
     assert again.json() == {"revision": revision}
 
 
-def test_db_upgrade_with_an_explicit_database_url(tmp_path: Path, rolecall, environment) -> None:
+def test_db_upgrade_with_an_explicit_database_url(
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
+) -> None:
     database = tmp_path / "elsewhere" / "rolecall.db"
     env = environment(
         ROLECALL_VAR_DIR=str(tmp_path / "var"),
@@ -99,7 +115,9 @@ def test_db_upgrade_with_an_explicit_database_url(tmp_path: Path, rolecall, envi
     assert database.is_file()
 
 
-def test_no_gateway_running_gives_a_clear_line(offline_env: dict[str, str], rolecall) -> None:
+def test_no_gateway_running_gives_a_clear_line(
+    offline_env: dict[str, str], rolecall: Callable[..., Result]
+) -> None:
     url = offline_env["ROLECALL_URL"]
     failed = rolecall("thread", "show", "some-id", "--token", TOKEN, env=offline_env)
     assert failed.returncode == 1
@@ -108,7 +126,9 @@ def test_no_gateway_running_gives_a_clear_line(offline_env: dict[str, str], role
     )
 
 
-def test_no_token_anywhere_says_how_to_get_one(offline_env: dict[str, str], rolecall) -> None:
+def test_no_token_anywhere_says_how_to_get_one(
+    offline_env: dict[str, str], rolecall: Callable[..., Result]
+) -> None:
     failed = rolecall("thread", "show", "some-id", env=offline_env)
     assert failed.returncode == 2
     line = failed.error_line
@@ -116,7 +136,9 @@ def test_no_token_anywhere_says_how_to_get_one(offline_env: dict[str, str], role
     assert str(Path(offline_env["ROLECALL_VAR_DIR"]) / "api-token") in line
 
 
-def test_a_malformed_url_is_a_usage_error(offline_env: dict[str, str], rolecall) -> None:
+def test_a_malformed_url_is_a_usage_error(
+    offline_env: dict[str, str], rolecall: Callable[..., Result]
+) -> None:
     failed = rolecall(
         "thread", "show", "x", "--token", TOKEN, "--url", "localhost", env=offline_env
     )
@@ -152,7 +174,7 @@ def test_python_dash_m_gateway_is_the_same_command(offline_env: dict[str, str]) 
 
 
 def test_a_bad_role_manifest_stops_serve_with_one_line_naming_file_and_field(
-    tmp_path: Path, rolecall, environment
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
 ) -> None:
     roles = tmp_path / "roles"
     roles.mkdir()
@@ -165,7 +187,9 @@ def test_a_bad_role_manifest_stops_serve_with_one_line_naming_file_and_field(
     assert failed.error_line == f"rolecall: {roles / 'helper.yaml'}: runtime.agent: Field required"
 
 
-def test_a_roles_dir_that_does_not_exist_stops_serve(tmp_path: Path, rolecall, environment) -> None:
+def test_a_roles_dir_that_does_not_exist_stops_serve(
+    tmp_path: Path, rolecall: Callable[..., Result], environment: Callable[..., dict[str, str]]
+) -> None:
     missing = tmp_path / "nowhere"
     env = environment(ROLECALL_VAR_DIR=str(tmp_path), ROLECALL_ROLES_DIR=str(missing))
     failed = rolecall("serve", env=env)

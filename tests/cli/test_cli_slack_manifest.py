@@ -9,6 +9,7 @@ where in one line, and fails with one line.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from channels.slack.manifest import (
     app_manifest,
 )
 from core.model.roles import Role, load_roles
-from tests.cli.conftest import REPO, ROLECALL, clean_env
+from tests.cli.conftest import REPO, ROLECALL, Result, clean_env
 
 FIXTURE = Path(__file__).parent / "fixtures" / "slack_manifest_concierge.yaml"
 SHIPPED = REPO / "manifests" / "slack" / "concierge.yaml"
@@ -140,7 +141,9 @@ def test_names_are_shortened_politely_to_slack_s_limits() -> None:
 # -- the command -----------------------------------------------------------------------------------
 
 
-def test_the_command_writes_the_file_and_prints_where(tmp_path: Path, rolecall) -> None:
+def test_the_command_writes_the_file_and_prints_where(
+    tmp_path: Path, rolecall: Callable[..., Result]
+) -> None:
     out = tmp_path / "apps" / "concierge.yaml"
     done = rolecall("slack", "manifest", "concierge", "--out", str(out), env=clean_env())
     assert done.returncode == 0, done.stderr
@@ -174,7 +177,9 @@ def test_the_default_file_and_the_public_url_setting(tmp_path: Path) -> None:
     assert written["settings"]["event_subscriptions"]["request_url"] == url
 
 
-def test_a_socket_mode_role_gets_a_socket_mode_manifest(tmp_path: Path, rolecall) -> None:
+def test_a_socket_mode_role_gets_a_socket_mode_manifest(
+    tmp_path: Path, rolecall: Callable[..., Result]
+) -> None:
     roles = tmp_path / "roles"
     roles.mkdir()
     (roles / "helper.yaml").write_text(
@@ -195,7 +200,9 @@ def test_a_socket_mode_role_gets_a_socket_mode_manifest(tmp_path: Path, rolecall
     assert refused.error_line.startswith("rolecall: --mode: role helper has slack.mode socket")
 
 
-def test_an_unknown_role_fails_with_one_line(tmp_path: Path, rolecall) -> None:
+def test_an_unknown_role_fails_with_one_line(
+    tmp_path: Path, rolecall: Callable[..., Result]
+) -> None:
     out = tmp_path / "nobody.yaml"
     failed = rolecall("slack", "manifest", "nobody", "--out", str(out), env=clean_env())
     assert failed.returncode == 1
@@ -206,7 +213,9 @@ def test_an_unknown_role_fails_with_one_line(tmp_path: Path, rolecall) -> None:
 
 
 @pytest.mark.parametrize("url", ["localhost:8080", "ftp://example.com", "https://x.example/?a=1"])
-def test_a_bad_url_is_a_usage_error(tmp_path: Path, url: str, rolecall) -> None:
+def test_a_bad_url_is_a_usage_error(
+    tmp_path: Path, url: str, rolecall: Callable[..., Result]
+) -> None:
     out = tmp_path / "concierge.yaml"
     failed = rolecall(
         "slack", "manifest", "concierge", "--url", url, "--out", str(out), env=clean_env()

@@ -4,6 +4,7 @@ linking people by verified email needs, and says so in the header; without the f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import yaml
 
 from channels.slack.manifest import app_manifest
 from core.model.roles import Role, load_roles
-from tests.cli.conftest import REPO, clean_env
+from tests.cli.conftest import REPO, Result, clean_env
 from tests.cli.test_cli_slack_manifest import BASE, SCOPES, reviewed
 
 
@@ -33,7 +34,7 @@ def test_email_link_adds_only_the_email_scope(concierge: Role) -> None:
     assert socket["oauth_config"]["scopes"]["bot"][-1] == "users:read.email"
 
 
-def test_the_command_with_email_link(tmp_path: Path, rolecall) -> None:
+def test_the_command_with_email_link(tmp_path: Path, rolecall: Callable[..., Result]) -> None:
     out = tmp_path / "concierge.yaml"
     done = rolecall(
         "slack", "manifest", "concierge", "--email-link", "--out", str(out), env=clean_env()

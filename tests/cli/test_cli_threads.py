@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.cli.conftest import Cli, Gateway
+
 
 @pytest.fixture
 def people() -> tuple[str, str, str]:
@@ -24,20 +26,24 @@ def rows(table: str) -> list[list[str]]:
     return [re.split(r"\s{2,}", line.strip()) for line in table.strip().splitlines()[1:]]
 
 
-def resolve(cli, *participants: str) -> str:
+def resolve(cli: Cli, *participants: str) -> str:
     return str(cli("thread", "resolve", *participants, "--json").json()["id"])
 
 
-def send(cli, thread_id: str, author: str, text: str) -> str:
+def send(cli: Cli, thread_id: str, author: str, text: str) -> str:
     return str(cli("thread", "send", thread_id, "--as", author, text, "--json").json()["id"])
 
 
-def test_serve_with_the_token_in_the_environment_says_only_where_it_listens(gateway) -> None:
+def test_serve_with_the_token_in_the_environment_says_only_where_it_listens(
+    gateway: Gateway,
+) -> None:
     assert gateway.stdout.splitlines() == [f"Rolecall listening on {gateway.url} (role:concierge)"]
     assert not (gateway.var_dir / "api-token").exists()
 
 
-def test_resolve_creates_the_thread_then_finds_the_same_one(cli, people) -> None:
+def test_resolve_creates_the_thread_then_finds_the_same_one(
+    cli: Cli, people: tuple[str, str, str]
+) -> None:
     alice, _, role = people
 
     created = cli("thread", "resolve", alice, role)
@@ -62,7 +68,7 @@ def test_resolve_creates_the_thread_then_finds_the_same_one(cli, people) -> None
     assert as_json["memory_policy"] == {"thread_only": True}
 
 
-def test_a_conversation_with_a_removal_and_a_readd(cli, people) -> None:
+def test_a_conversation_with_a_removal_and_a_readd(cli: Cli, people: tuple[str, str, str]) -> None:
     alice, bob, role = people
     thread_id = resolve(cli, alice, bob, role)
 
@@ -115,7 +121,9 @@ def test_a_conversation_with_a_removal_and_a_readd(cli, people) -> None:
     ]
 
 
-def test_retract_marks_the_message_and_only_its_author_may(cli, people) -> None:
+def test_retract_marks_the_message_and_only_its_author_may(
+    cli: Cli, people: tuple[str, str, str]
+) -> None:
     alice, bob, role = people
     thread_id = resolve(cli, alice, bob, role)
     message_id = send(cli, thread_id, alice, "a typo-ridden message")
@@ -140,7 +148,7 @@ def test_retract_marks_the_message_and_only_its_author_may(cli, people) -> None:
     assert (event["id"], event["retracted"]) == (message_id, True)
 
 
-def test_show_and_list(cli, people) -> None:
+def test_show_and_list(cli: Cli, people: tuple[str, str, str]) -> None:
     alice, bob, role = people
     with_bob = resolve(cli, alice, bob, role)
     alone = resolve(cli, alice, role)
@@ -168,7 +176,7 @@ def test_show_and_list(cli, people) -> None:
     assert nobody.stdout.startswith("(no threads for person:nobody-")
 
 
-def test_timeline_pages_forward_and_from_the_end(cli, people) -> None:
+def test_timeline_pages_forward_and_from_the_end(cli: Cli, people: tuple[str, str, str]) -> None:
     alice, _, role = people
     thread_id = resolve(cli, alice, role)
     for n in range(1, 4):
@@ -190,7 +198,7 @@ def test_timeline_pages_forward_and_from_the_end(cli, people) -> None:
     assert empty.stdout.strip() == "(no events)"
 
 
-def test_send_reads_the_text_from_stdin(cli, people) -> None:
+def test_send_reads_the_text_from_stdin(cli: Cli, people: tuple[str, str, str]) -> None:
     alice, _, role = people
     thread_id = resolve(cli, alice, role)
     sent = cli("thread", "send", thread_id, "--as", alice, "-", "--json", stdin="two\nlines")
@@ -210,7 +218,7 @@ def test_send_reads_the_text_from_stdin(cli, people) -> None:
         (["thread", "list", "--participant", "nobody"], "invalid_address"),
     ],
 )
-def test_api_errors_are_one_line_and_exit_1(cli, args: list[str], code: str | None) -> None:
+def test_api_errors_are_one_line_and_exit_1(cli: Cli, args: list[str], code: str | None) -> None:
     failed = cli(*args)
     assert failed.returncode == 1
     line = failed.error_line
@@ -218,13 +226,15 @@ def test_api_errors_are_one_line_and_exit_1(cli, args: list[str], code: str | No
         assert line.startswith(f"rolecall: {code}: "), line
 
 
-def test_unknown_thread_names_the_id(cli) -> None:
+def test_unknown_thread_names_the_id(cli: Cli) -> None:
     failed = cli("thread", "show", "no-such-thread", "--json")
     assert failed.returncode == 1
     assert failed.error_line == "rolecall: thread_not_found: no thread with id 'no-such-thread'"
 
 
-def test_posting_as_a_non_member_or_a_removed_member_is_refused(cli, people) -> None:
+def test_posting_as_a_non_member_or_a_removed_member_is_refused(
+    cli: Cli, people: tuple[str, str, str]
+) -> None:
     alice, bob, role = people
     thread_id = resolve(cli, alice, role)
     outsider = cli("thread", "send", thread_id, "--as", bob, "hello")
@@ -240,7 +250,7 @@ def test_posting_as_a_non_member_or_a_removed_member_is_refused(cli, people) -> 
     assert never_member.error_line.startswith("rolecall: ")
 
 
-def test_a_wrong_token_is_refused_with_a_hint(cli) -> None:
+def test_a_wrong_token_is_refused_with_a_hint(cli: Cli) -> None:
     failed = cli("thread", "list", "--participant", "person:alice", "--token", "x" * 20)
     assert failed.returncode == 1
     line = failed.error_line
@@ -260,7 +270,7 @@ def test_a_wrong_token_is_refused_with_a_hint(cli) -> None:
         ["thread", "frobnicate"],
     ],
 )
-def test_usage_errors_exit_2_without_calling_the_gateway(cli, args: list[str]) -> None:
+def test_usage_errors_exit_2_without_calling_the_gateway(cli: Cli, args: list[str]) -> None:
     failed = cli(*args)
     assert failed.returncode == 2
     assert "Traceback" not in failed.stderr

@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+
+from tests.cli.conftest import Gateway
 
 SLOW_ECHO = """\
 name: echo
@@ -37,7 +41,9 @@ def _until(check: Any, within: float) -> Any:
     return found
 
 
-def test_a_reply_interrupted_by_a_crash_comes_after_the_restart(serve, tmp_path: Path):
+def test_a_reply_interrupted_by_a_crash_comes_after_the_restart(
+    serve: Callable[..., AbstractContextManager[Gateway]], tmp_path: Path
+) -> None:
     roles = tmp_path / "roles"
     roles.mkdir()
     (roles / "echo.yaml").write_text(SLOW_ECHO)

@@ -12,12 +12,12 @@ from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStor
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from core.model.webhooks import Source, map_github
+from core.model.webhooks import Source, SourceKind, map_github
 from core.storage import open_database, schema
 from core.storage.housekeeping_store import Kept
 from core.storage.slack_store import SlackDelivery
 
-GH = Source(name="gh", kind="github", secret="GH_SECRET")
+GH = Source(name="gh", kind=SourceKind.GITHUB, secret="GH_SECRET")
 PING = map_github(GH, "ping", {"zen": "Keep it logically awesome."})
 WEEK = timedelta(days=7)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +33,9 @@ def _texts(entries: list[MemoryEntry]) -> list[str]:
     return [str(e.payload.get("text")) for e in entries]
 
 
-async def test_a_threads_private_entries_are_not_recalled_in_another_thread(database) -> None:
+async def test_a_threads_private_entries_are_not_recalled_in_another_thread(
+    database: Database,
+) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.memory.store(ROLE, {"text": "alice likes tea"}, thread_id=alice)
 
@@ -42,7 +46,9 @@ async def test_a_threads_private_entries_are_not_recalled_in_another_thread(data
     assert in_bob == []
 
 
-async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(database) -> None:
+async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(
+    database: Database,
+) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
     await database.memory.store(ROLE, {"text": "the office closes at six"}, thread_id=alice)
@@ -52,7 +58,7 @@ async def test_entries_stored_under_a_shared_policy_are_recalled_everywhere(data
     ]
 
 
-async def test_a_policy_change_affects_only_later_entries(database) -> None:
+async def test_a_policy_change_affects_only_later_entries(database: Database) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.memory.store(ROLE, {"text": "before"}, thread_id=alice)
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
@@ -66,7 +72,9 @@ async def test_a_policy_change_affects_only_later_entries(database) -> None:
     ]
 
 
-async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix(database) -> None:
+async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix(
+    database: Database,
+) -> None:
     alice = await _thread(database, "person:alice")
     await database.memory.store(ROLE, {"text": "house rules"}, thread_id=None)
     await database.memory.store("other", {"text": "not yours"}, thread_id=None)
@@ -77,7 +85,9 @@ async def test_entries_of_no_thread_are_recalled_everywhere_and_roles_do_not_mix
     assert _texts(await database.memory.recall(ROLE, EVERYTHING, thread_id=None)) == ["house rules"]
 
 
-async def test_entries_stay_recallable_after_a_participant_is_removed_and_readded(database) -> None:
+async def test_entries_stay_recallable_after_a_participant_is_removed_and_readded(
+    database: Database,
+) -> None:
     alice = await _thread(database, "person:alice")
     await database.memory.store(ROLE, {"text": "kept"}, thread_id=alice)
     person = Address("person:alice")
@@ -87,7 +97,7 @@ async def test_entries_stay_recallable_after_a_participant_is_removed_and_readde
     assert _texts(await database.memory.recall(ROLE, EVERYTHING, thread_id=alice)) == ["kept"]
 
 
-async def test_a_query_matches_every_word_in_the_payload_newest_first(database) -> None:
+async def test_a_query_matches_every_word_in_the_payload_newest_first(database: Database) -> None:
     alice = await _thread(database, "person:alice")
     for text in ("blue door on the left", "red door", "Blue car", "the door is blue"):
         await database.memory.store(ROLE, {"text": text, "kind": "note"}, thread_id=alice)
@@ -101,9 +111,9 @@ async def test_a_query_matches_every_word_in_the_payload_newest_first(database) 
     assert await database.memory.recall(ROLE, parse_recall("green"), thread_id=alice) == []
 
 
-async def test_field_filters_compare_values_and_their_types(database):
+async def test_field_filters_compare_values_and_their_types(database: Database) -> None:
     alice = await _thread(database, "person:alice")
-    payloads = [
+    payloads: list[dict[str, object]] = [
         {"text": "a", "kind": "todo", "done": False, "priority": 1},
         {"text": "b", "kind": "todo", "done": True, "priority": 2},
         {"text": "c", "kind": "note", "done": None, "priority": "1"},
@@ -147,7 +157,11 @@ _roles = itertools.count()
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(plan=plans, query=queries)
-def test_recall_returns_exactly_what_the_rules_allow(database_url, plan, query):
+def test_recall_returns_exactly_what_the_rules_allow(
+    database_url: str,
+    plan: list[tuple[int | None, bool, dict[str, str], bool]],
+    query: tuple[list[str], dict[str, str] | None, int | None],
+) -> None:
     """Each example: threads with random policies, entries stored in random threads (or none),
     some of them redacted, one recall from one of the threads (or none) — compared with
     `recallable_in` and `matches` over everything stored, newest first."""
@@ -213,7 +227,7 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("value", "code"), BAD_VALUES)
 async def test_storing_refuses_what_core_values_refuses_whoever_calls(
-    database, value, code
+    database: Database, value: object, code: str
 ) -> None:
     """The repository itself checks, so the tools and any in-process caller cannot store what
     storage could not read back; nothing is stored."""
@@ -245,7 +259,7 @@ async def _upgrade_to(url: str, revision: str) -> None:
 
 
 @pytest.fixture
-async def old_database_url(database_url, tmp_path):
+async def old_database_url(database_url: str, tmp_path: Path) -> AsyncIterator[str]:
     """An empty database of the same backend as `database_url`, at revision 0015 (before
     memory was guarded); a PostgreSQL one is dropped afterwards."""
     import uuid
@@ -275,7 +289,7 @@ def _acceptable(entry: MemoryEntry) -> bool:
 
 
 async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(
-    old_database_url,
+    old_database_url: str,
 ) -> None:
     """Before 0016, a `where` recall that could see such an entry failed. After the upgrade,
     every recall answers; every payload read is acceptable, those mended on reading say so; on
@@ -312,7 +326,9 @@ async def test_entries_older_versions_stored_are_read_safely_after_the_upgrade(
     assert _texts(found) == ["good"]
 
 
-async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, database) -> None:
+async def test_raw_rows_in_the_current_schema_never_fail_a_recall(
+    database_url: str, database: Database
+) -> None:
     """What a raw write can still put in today's schema: on SQLite anything (so recall guards
     its filters and mends on reading); on PostgreSQL `jsonb` refuses NUL and lone surrogates
     itself, and keeps numbers beyond 64 bits, which are read as null."""
@@ -345,7 +361,9 @@ async def test_raw_rows_in_the_current_schema_never_fail_a_recall(database_url, 
 # --- redaction --------------------------------------------------------------------------------
 
 
-async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(database) -> None:
+async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(
+    database: Database,
+) -> None:
     alice, bob = await _thread(database, "person:alice"), await _thread(database, "person:bob")
     await database.threads.set_memory_policy(alice, MemoryPolicy(thread_only=False))
     bad = await database.memory.store(ROLE, {"kind": "note", "text": "poison"}, thread_id=alice)
@@ -377,7 +395,7 @@ async def test_a_redacted_entry_is_recalled_nowhere_and_listed_as_redacted(datab
     assert [e.id for e in in_alice] == [bad.id, kept.id]
 
 
-async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database) -> None:
+async def test_redacting_twice_or_an_entry_of_no_such_role_is_refused(database: Database) -> None:
     from core.model.errors import Conflict, NotFound
 
     entry = await database.memory.store(ROLE, {"text": "once"}, thread_id=None)

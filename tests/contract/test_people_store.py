@@ -4,6 +4,7 @@ slugs, link codes (one-time, expiring), and merges that keep every conversation 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from core.model.membership import ParticipantState
 from core.model.memory import parse_recall
 from core.model.participants import Address, ParticipantSet, parse_address
 from core.model.people import Identity, PersonChange, parse_identity
-from core.model.timeline import Message, Retraction, StateChange, ThreadId
+from core.model.timeline import AnyEvent, Message, Retraction, StateChange, ThreadId
 from core.storage.database import Database, open_database
 
 ROLE = parse_address("role:concierge")
@@ -33,6 +34,12 @@ async def _person_with(db: Database, slug: str, *identities: Identity) -> None:
 async def _link(db: Database, slug: str, identity: Identity) -> None:
     code = await db.people.new_link_code(slug, timedelta(minutes=5))
     await db.people.redeem(code.code, identity)
+
+
+def _said(events: Sequence[AnyEvent]) -> list[str]:
+    """The texts of a timeline that holds only messages."""
+    assert all(isinstance(e, Message) for e in events), events
+    return [e.text for e in events if isinstance(e, Message)]
 
 
 async def _thread(db: Database, *members: str) -> ThreadId:
@@ -310,8 +317,8 @@ async def test_a_merge_keeps_both_threads_when_the_new_person_has_one_already(
     assert await database.people.predecessors(newer) == [older]
     kept = await database.threads.get(older)
     assert kept.states == {A: ACTIVE, ROLE: ACTIVE}  # untouched: never moved, never deleted
-    assert [e.text for e in (await database.threads.timeline(older)).events] == ["said on the web"]
-    assert [e.text for e in (await database.threads.timeline(newer)).events] == ["said on slack"]
+    assert _said((await database.threads.timeline(older)).events) == ["said on the web"]
+    assert _said((await database.threads.timeline(newer)).events) == ["said on slack"]
     assert (await database.threads.get(group)).states == {A: ACTIVE, B: ACTIVE, ROLE: ACTIVE}
     assert await database.people.predecessors(group) == []
 

@@ -10,11 +10,12 @@ import pytest
 from core.model.errors import Conflict, NotFound
 from core.model.participants import Address
 from core.model.tasks import Actor, ExternalRef, TaskChange, TaskId, TaskStatus
+from core.storage.database import Database
 
 ANN = Actor.person(Address("person:ann"))
 
 
-async def test_concurrent_comments_get_one_seq_each_in_position_order(database) -> None:
+async def test_concurrent_comments_get_one_seq_each_in_position_order(database: Database) -> None:
     task, created = await database.tasks.create(
         title="t", body="", assignee=None, external=None, actor=ANN
     )
@@ -29,7 +30,7 @@ async def test_concurrent_comments_get_one_seq_each_in_position_order(database) 
     assert created.seq == 1
 
 
-async def test_an_external_reference_names_one_task(database) -> None:
+async def test_an_external_reference_names_one_task(database: Database) -> None:
     ref = ExternalRef(source="github", key="acme/app#7", url="https://example.test/7")
     task, _ = await database.tasks.create(title="t", body="", assignee="echo", external=ref,
                                           actor=ANN)  # fmt: skip

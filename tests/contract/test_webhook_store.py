@@ -10,11 +10,11 @@ from core.model.errors import InvalidInput
 from core.model.participants import Address, ParticipantSet
 from core.model.runs.run import Run
 from core.model.tasks import Actor, ExternalRef, TaskEventKind, TaskStatus
-from core.model.webhooks import Ignored, Source, map_generic, map_github
+from core.model.webhooks import Ignored, Source, SourceKind, map_generic, map_github
 from core.storage.database import Database
 
-GH = Source(name="gh", kind="github", secret="GH_SECRET")
-TRACKER = Source(name="tracker", kind="standard", secret="TRACKER_SECRET")
+GH = Source(name="gh", kind=SourceKind.GITHUB, secret="GH_SECRET")
+TRACKER = Source(name="tracker", kind=SourceKind.STANDARD, secret="TRACKER_SECRET")
 ITEM = ExternalRef(source="github", key="acme/app#7")
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import free_port
 from tests.conftest import in_ci
+from tests.serving import free_port
 
 PG_BIN = Path(os.environ.get("ROLECALL_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 SERVER_USER = "postgres"

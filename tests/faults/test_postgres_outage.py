@@ -161,17 +161,11 @@ async def _stop_then_start(cluster: Cluster, load: Load, health: str) -> None:
     # Every poster is refused twice: the patient ones wait `Retry-After` in between, so the
     # server stays away for seconds, with requests arriving all the while.
     await eventually(
-        _async(lambda: len(load.refused) == POSTERS and min(load.refused.values()) >= 2),
+        lambda: len(load.refused) == POSTERS and min(load.refused.values()) >= 2,
+        what="every poster refused twice",
         within=ANSWER_WITHIN * 2,
     )
     await asyncio.to_thread(cluster.start)
-
-
-def _async(check: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
-    async def wrapped() -> bool:
-        return check()
-
-    return wrapped
 
 
 Fault = Callable[[Cluster, Load, str], Awaitable[None]]
@@ -300,7 +294,7 @@ async def test_a_turn_that_ends_while_postgres_is_away_is_taken_again_once_it_is
             await asyncio.to_thread(pg_cluster.stop)
             # The run host's driver logs that the run's turn (or read) failed, and tries again.
             failed = f"run of role:slow on thread {thread_id}"
-            await eventually(_async(lambda: failed in gateway.stderr))
+            await eventually(lambda: failed in gateway.stderr, what="the failure in the log")
             await asyncio.to_thread(pg_cluster.start)
 
             async def replies() -> list[str]:

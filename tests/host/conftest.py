@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 
@@ -13,13 +12,13 @@ from core.engine.runtimes.builtin import AGENTS, BuiltinAgent
 from core.engine.runtimes.registry import Runtimes
 from core.model.roles import Role
 from core.storage.database import open_database
-from tests.host.scene import FAST, Scene
+from tests.host.scene import FAST, MakeScene, Scene
 
 
 @pytest.fixture
 def make_scene(
     database_url: str,
-) -> Callable[..., Any]:
+) -> MakeScene:
     """`async with make_scene(roles, agents=…, limits=…) as scene:` — host started and stopped."""
 
     @asynccontextmanager

@@ -6,19 +6,18 @@ it was told); the host, the driver, storage and the built-in runtime are the rea
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from core.engine.host import HostLimits, RunHost
+from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.participants import Address, ParticipantSet
 from core.model.roles import Role
 from core.model.runs.run import Run
 from core.model.timeline import AnyEvent, Message, SystemNote, ThreadId
 from core.storage.database import Database
-
-T = TypeVar("T")
+from tests.waiting import eventually
 
 FAST = HostLimits(backoff=0.01)
 
@@ -26,21 +25,9 @@ FAST = HostLimits(backoff=0.01)
 def role(name: str, agent: str | None = None, **fields: Any) -> Role:
     runtime = {"kind": "builtin", "agent": agent or name}
     runtime.update(fields.pop("runtime", {}))
-    return Role(name=name, display_name=name.title(), runtime=runtime, **fields)
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T | None]], *, within: float = 10.0, every: float = 0.02
-) -> T:
-    """Poll `check` until it returns something truthy; fail after `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        found = await check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s (last: {found!r})")
-        await asyncio.sleep(every)
+    return Role.model_validate(
+        {"name": name, "display_name": name.title(), "runtime": runtime, **fields}
+    )
 
 
 class Scene:
@@ -76,18 +63,31 @@ class Scene:
             said = await self.said_by(thread_id, author)
             return said if len(said) >= count else None
 
-        return await eventually(enough, **kw)
+        return await eventually(enough, what=f"{count} replies by {author}", **kw)
 
     async def wait_for_notes(self, thread_id: ThreadId, count: int, **kw: Any) -> list[str]:
         async def enough() -> list[str] | None:
             notes = await self.notes(thread_id)
             return notes if len(notes) >= count else None
 
-        return await eventually(enough, **kw)
+        return await eventually(enough, what=f"{count} system notes", **kw)
 
     async def run_of(self, thread_id: ThreadId) -> Run:
         async def found() -> Run | None:
             runs = await self.db.runs.of_thread(thread_id)
             return runs[0] if runs else None
 
-        return await eventually(found)
+        return await eventually(found, what=f"a run of thread {thread_id}")
+
+
+class MakeScene(Protocol):
+    """The `make_scene` fixture: `async with make_scene(roles, agents=…) as scene:`."""
+
+    def __call__(
+        self,
+        roles: list[Role],
+        *,
+        agents: Mapping[str, type[BuiltinAgent]] | None = None,
+        limits: HostLimits = FAST,
+        start: bool = True,
+    ) -> AbstractAsyncContextManager[Scene]: ...

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from core.model.participants import Address
 from core.model.tasks import Actor, TaskChange, TaskId, TaskStatus
-from tests.host.scene import role
+from tests.host.scene import MakeScene, role
 
 
-async def test_the_concierge_creates_a_task_watches_it_and_tells_of_its_status(make_scene) -> None:
+async def test_the_concierge_creates_a_task_watches_it_and_tells_of_its_status(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("concierge")]) as scene:
         thread = await scene.conversation("person:ann", "role:concierge")
         await scene.say(thread, "person:ann", "Create a task: order six blue chairs")

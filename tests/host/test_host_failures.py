@@ -8,19 +8,26 @@ import time
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from core.engine.host import HostLimits
+from core.engine.host import HostLimits, RunHost
 from core.engine.runtimes.base import AgentError, Prompt, Reply, TurnTools, Update
 from core.engine.runtimes.builtin import BuiltinAgent
-from core.model.runs.run import RunStatus, TurnOutcome
-from tests.host.scene import eventually, role
+from core.model.runs.run import RunId, RunStatus, Turn, TurnOutcome
+from tests.host.scene import MakeScene, role
+from tests.waiting import eventually
 
 COULD_NOT = "Flaky could not answer because of an error. Send another message to try again."
 
 
-def flaky(failures: int) -> type[BuiltinAgent]:
+class Attempted(BuiltinAgent):
+    """An agent that counts its attempts: each test's agent is a class of its own."""
+
+    attempts: ClassVar[int] = 0
+
+
+def flaky(failures: int) -> type[Attempted]:
     """An agent whose first `failures` attempts raise; then it echoes."""
 
-    class Flaky(BuiltinAgent):
+    class Flaky(Attempted):
         attempts: ClassVar[int] = 0
 
         async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
@@ -33,7 +40,9 @@ def flaky(failures: int) -> type[BuiltinAgent]:
     return Flaky
 
 
-async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene) -> None:
+async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(
+    make_scene: MakeScene,
+) -> None:
     agent = flaky(2)
     async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
         thread = await scene.conversation("person:ann", "role:flaky")
@@ -50,7 +59,7 @@ async def test_a_failed_attempt_is_retried_and_the_turn_still_answers(make_scene
 
 
 async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_people(
-    make_scene,
+    make_scene: MakeScene,
 ) -> None:
     agent = flaky(3)
     async with make_scene([role("flaky")], agents={"flaky": agent}) as scene:
@@ -74,7 +83,9 @@ async def test_a_turn_that_fails_every_attempt_fails_the_run_and_tells_the_peopl
         assert run.status is RunStatus.READY and run.failures == 0
 
 
-async def test_retries_back_off(make_scene) -> None:
+async def test_retries_back_off(
+    make_scene: MakeScene,
+) -> None:
     agent = flaky(3)
     limits = HostLimits(attempts=3, backoff=0.2)
     async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:
@@ -91,7 +102,9 @@ async def test_retries_back_off(make_scene) -> None:
         assert gaps[0] >= 0.2 and gaps[1] >= 0.4  # 0.2 s, then doubled
 
 
-async def test_a_turn_that_takes_too_long_times_out_and_fails(make_scene) -> None:
+async def test_a_turn_that_takes_too_long_times_out_and_fails(
+    make_scene: MakeScene,
+) -> None:
     slow = role("echo", turn_timeout=0.2, runtime={"delay_ms": 5000})
     async with make_scene([slow], limits=HostLimits(attempts=1)) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
@@ -117,12 +130,14 @@ class Stalling(BuiltinAgent):
             yield Reply(event.text or "")
 
 
-async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_scene) -> None:
+async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("staller", agent="stalling")], agents={"stalling": Stalling}) as s:
         thread = await s.conversation("person:ann", "role:staller")
         await s.say(thread, "person:ann", "stall")
         run = await s.run_of(thread)
-        await eventually(lambda: _value(s.host.is_running(run.id)))
+        await eventually(lambda: s.host.is_running(run.id), what="the turn running")
 
         started = time.monotonic()
         assert await s.host.cancel(run.id) is True
@@ -138,18 +153,19 @@ async def test_cancel_stops_a_long_turn_at_once_and_the_run_stays_usable(make_sc
         assert await s.host.cancel(run.id) is False  # nothing running now
 
 
-async def _value(value: bool) -> bool:
-    return value
-
-
-async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make_scene) -> None:
+async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(
+    make_scene: MakeScene,
+) -> None:
     agent = flaky(3)
     limits = HostLimits(attempts=3, backoff=30)
     async with make_scene([role("flaky")], agents={"flaky": agent}, limits=limits) as scene:
         thread = await scene.conversation("person:ann", "role:flaky")
         await scene.say(thread, "person:ann", "hello")
         run = await scene.run_of(thread)
-        await eventually(lambda: _value(agent.attempts == 1 and scene.host.is_running(run.id)))
+        await eventually(
+            lambda: agent.attempts == 1 and scene.host.is_running(run.id),
+            what="the first attempt running",
+        )
 
         started = time.monotonic()
         assert await scene.host.cancel(run.id) is True
@@ -161,12 +177,14 @@ async def test_cancel_during_the_backoff_between_attempts_stops_the_retries(make
         assert agent.attempts == 1  # no attempt after the cancel
 
 
-async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_scene):
+async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(
+    make_scene: MakeScene,
+) -> None:
     """The moment between attempts: the failed attempt's task is done, the turn has not yet
     moved on to its backoff. A stop asked for then (here by the agent itself, just before its
     second attempt fails: the request runs right after the attempt's task ends) must still end
     the turn — no third attempt."""
-    stop: list[object] = []
+    stop: list[tuple[RunHost, RunId]] = []
 
     class StopsAsItFails(BuiltinAgent):
         attempts: ClassVar[int] = 0
@@ -174,7 +192,7 @@ async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_sce
         async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
             type(self).attempts += 1
             if type(self).attempts == 2:
-                host, run_id = stop
+                [(host, run_id)] = stop
                 asyncio.get_running_loop().call_soon(host.stop_turn, run_id)
             raise AgentError(f"model endpoint said no (attempt {type(self).attempts})")
             yield Reply("never")  # an async generator, like every agent's turn
@@ -185,9 +203,9 @@ async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_sce
         thread = await scene.conversation("person:ann", "role:stopper")
         await scene.say(thread, "person:ann", "hello")
         run = await scene.run_of(thread)
-        stop.extend([scene.host, run.id])
+        stop.append((scene.host, run.id))
 
-        async def ended() -> list[object]:
+        async def ended() -> list[Turn]:
             return list(await scene.db.runs.turns(run.id))
 
         [turn] = await eventually(ended)
@@ -199,7 +217,9 @@ async def test_a_cancel_that_lands_as_an_attempt_ends_stops_the_retries(make_sce
         assert StopsAsItFails.attempts == 2  # no attempt after the stop
 
 
-async def test_a_reply_being_written_is_drafted_and_an_attempt_that_fails_abandons_it(make_scene):
+async def test_a_reply_being_written_is_drafted_and_an_attempt_that_fails_abandons_it(
+    make_scene: MakeScene,
+) -> None:
     from core.engine.host.drafts import Draft, DraftKind
     from core.engine.runtimes.base import ReplyChunk
 

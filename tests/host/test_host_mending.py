@@ -24,7 +24,7 @@ from core.engine.runtimes.base import (
 )
 from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.runs.run import RunStatus, TurnOutcome
-from tests.host.scene import role
+from tests.host.scene import MakeScene, role
 
 
 class Mangler(BuiltinAgent):
@@ -53,7 +53,9 @@ class Mangler(BuiltinAgent):
         yield Reply("lone \ud800 surrogate and \x00 NUL")
 
 
-async def test_agent_output_is_mended_everywhere_the_host_commits_it(make_scene) -> None:
+async def test_agent_output_is_mended_everywhere_the_host_commits_it(
+    make_scene: MakeScene,
+) -> None:
     Mangler.prompts = 0
     async with make_scene([role("mangler")], agents={"mangler": Mangler}) as scene:
         drafts: list[Draft] = []

@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator
 from core.engine.runtimes.base import Prompt, TurnTools, Update
 from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.runs.run import RunStatus, TurnCause, TurnOutcome
-from tests.host.scene import eventually, role
+from tests.host.scene import MakeScene, role
+from tests.waiting import eventually
 
 
-async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene) -> None:
+async def test_200_messages_back_to_back_get_200_echoes_in_order(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         sent = [f"message {i}" for i in range(200)]
@@ -27,7 +30,9 @@ async def test_200_messages_back_to_back_get_200_echoes_in_order(make_scene) -> 
         assert run.cursor == events[-1].seq  # it has looked at everything, its own replies too
 
 
-async def test_each_reply_follows_the_message_it_answers(make_scene) -> None:
+async def test_each_reply_follows_the_message_it_answers(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         for text in ("one", "two", "three"):
@@ -38,7 +43,9 @@ async def test_each_reply_follows_the_message_it_answers(make_scene) -> None:
         assert texts == ["one", "one", "two", "two", "three", "three"]
 
 
-async def test_a_group_thread_answers_every_person(make_scene) -> None:
+async def test_a_group_thread_answers_every_person(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "person:bob", "role:echo")
         await scene.say(thread, "person:ann", "from ann")
@@ -47,7 +54,9 @@ async def test_a_group_thread_answers_every_person(make_scene) -> None:
         assert await scene.replies(thread, "role:echo", 2) == ["from ann", "from bob"]
 
 
-async def test_the_role_does_not_answer_itself_or_another_role(make_scene) -> None:
+async def test_the_role_does_not_answer_itself_or_another_role(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo"), role("copy", agent="echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo", "role:copy")
         await scene.say(thread, "person:ann", "hi")
@@ -59,7 +68,9 @@ async def test_the_role_does_not_answer_itself_or_another_role(make_scene) -> No
         assert await scene.said_by(thread, "role:copy") == ["hi"]
 
 
-async def test_a_turn_without_a_reply_ends_in_a_notice_to_the_person(make_scene):
+async def test_a_turn_without_a_reply_ends_in_a_notice_to_the_person(
+    make_scene: MakeScene,
+) -> None:
     class Mute(BuiltinAgent):
         async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
             return
@@ -78,7 +89,9 @@ async def test_a_turn_without_a_reply_ends_in_a_notice_to_the_person(make_scene)
         assert turn.replies and turn.replies[0] == (await scene.events(thread))[-1].id
 
 
-async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene) -> None:
+async def test_the_transcript_keeps_what_the_run_was_told_and_did(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("concierge")]) as scene:
         thread = await scene.conversation("person:ann", "role:concierge")
         await scene.say(thread, "person:ann", "remember the blue door")
@@ -102,7 +115,9 @@ async def test_the_transcript_keeps_what_the_run_was_told_and_did(make_scene) ->
         assert turn.queued_at <= turn.started_at
 
 
-async def test_a_message_sent_with_the_tool_during_the_turn_is_its_answer(make_scene):
+async def test_a_message_sent_with_the_tool_during_the_turn_is_its_answer(
+    make_scene: MakeScene,
+) -> None:
     class Sender(BuiltinAgent):
         async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
             await tools.send_message("sent with the tool")

@@ -10,42 +10,53 @@ from typing import ClassVar
 
 from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
 from core.engine.runtimes.builtin import BuiltinAgent
-from tests.host.scene import eventually, role
+from core.model.timeline import ThreadId
+from tests.host.scene import MakeScene, Scene, role
+from tests.waiting import eventually
 
 
-async def _reply_time(scene, thread, author: str, count: int) -> float:
-    await scene.replies(thread, author, count, within=20, every=0.01)
+async def _reply_time(scene: Scene, thread: ThreadId, author: str, count: int) -> float:
+    await scene.replies(thread, author, count, within=20)
     return time.monotonic()
 
 
-async def test_a_slow_turn_in_one_conversation_does_not_delay_another(make_scene) -> None:
+async def _turn_running(scene: Scene, thread: ThreadId) -> None:
+    run = await scene.run_of(thread)
+    await eventually(lambda: scene.host.is_running(run.id), what=f"a turn of {run.id} running")
+
+
+async def test_a_slow_turn_in_one_conversation_does_not_delay_another(
+    make_scene: MakeScene,
+) -> None:
     slow = role("echo", runtime={"delay_ms": 2000})
     async with make_scene([slow]) as scene:
         a = await scene.conversation("person:ann", "role:echo")
         b = await scene.conversation("person:bob", "role:echo")
         started = time.monotonic()
         await scene.say(a, "person:ann", "a")
-        await asyncio.sleep(0.3)  # A's turn is running
+        await _turn_running(scene, a)
         await scene.say(b, "person:bob", "b")
 
         a_done, b_done = await asyncio.gather(
             _reply_time(scene, a, "role:echo", 1), _reply_time(scene, b, "role:echo", 1)
         )
-        # B started ~0.3 s after A and took its own 2 s: done around 2.3 s, ~0.3 s after A.
+        # B started once A's turn was running and took its own 2 s: done soon after A.
         # Had B waited for A's turn it would end ~2 s after A (4 s in all); the bounds leave
         # room for a busy machine's stalls and still tell the two apart.
         assert b_done - started < 3.5
         assert b_done - a_done < 1.5
 
 
-async def test_a_role_without_concurrent_threads_takes_one_turn_at_a_time(make_scene) -> None:
+async def test_a_role_without_concurrent_threads_takes_one_turn_at_a_time(
+    make_scene: MakeScene,
+) -> None:
     serial = role("echo", concurrent_threads=False, runtime={"delay_ms": 1000})
     async with make_scene([serial]) as scene:
         a = await scene.conversation("person:ann", "role:echo")
         b = await scene.conversation("person:bob", "role:echo")
         started = time.monotonic()
         await scene.say(a, "person:ann", "a")
-        await asyncio.sleep(0.2)
+        await _turn_running(scene, a)
         await scene.say(b, "person:bob", "b")
 
         a_done, b_done = await asyncio.gather(
@@ -55,7 +66,9 @@ async def test_a_role_without_concurrent_threads_takes_one_turn_at_a_time(make_s
         assert b_done > a_done
 
 
-async def test_max_concurrent_turns_bounds_a_roles_turns_at_once(make_scene):
+async def test_max_concurrent_turns_bounds_a_roles_turns_at_once(
+    make_scene: MakeScene,
+) -> None:
     class Counting(BuiltinAgent):
         running: ClassVar[int] = 0
         most: ClassVar[int] = 0
@@ -80,7 +93,9 @@ async def test_max_concurrent_turns_bounds_a_roles_turns_at_once(make_scene):
         assert Counting.most == 2
 
 
-async def test_nudges_during_a_turn_collapse_into_one_next_turn_with_all_news(make_scene):
+async def test_nudges_during_a_turn_collapse_into_one_next_turn_with_all_news(
+    make_scene: MakeScene,
+) -> None:
     class Recorder(BuiltinAgent):
         prompts: ClassVar[list[Prompt]] = []
 
@@ -94,7 +109,7 @@ async def test_nudges_during_a_turn_collapse_into_one_next_turn_with_all_news(ma
     async with make_scene([role("rec", agent="recorder")], agents={"recorder": Recorder}) as s:
         thread = await s.conversation("person:ann", "role:rec")
         await s.say(thread, "person:ann", "first")
-        await eventually(lambda: _true_if(bool(Recorder.prompts)))
+        await eventually(lambda: Recorder.prompts, what="the first turn started")
         for text in ("second", "third", "fourth"):
             await s.say(thread, "person:ann", text)
 
@@ -109,11 +124,9 @@ async def test_nudges_during_a_turn_collapse_into_one_next_turn_with_all_news(ma
         assert run.turns == 2
 
 
-async def _true_if(value: bool) -> bool:
-    return value
-
-
-async def test_peek_pending_shows_what_arrived_during_the_turn_without_consuming_it(make_scene):
+async def test_peek_pending_shows_what_arrived_during_the_turn_without_consuming_it(
+    make_scene: MakeScene,
+) -> None:
     class Peeker(BuiltinAgent):
         prompts: ClassVar[list[Prompt]] = []
 
@@ -129,7 +142,7 @@ async def test_peek_pending_shows_what_arrived_during_the_turn_without_consuming
     async with make_scene([role("peek", agent="peeker")], agents={"peeker": Peeker}) as scene:
         thread = await scene.conversation("person:ann", "role:peek")
         await scene.say(thread, "person:ann", "first")
-        await asyncio.sleep(0.1)
+        await eventually(lambda: Peeker.prompts, what="the first turn started")
         await scene.say(thread, "person:ann", "second")
 
         replies = await scene.replies(thread, "role:peek", 2)

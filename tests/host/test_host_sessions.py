@@ -12,11 +12,8 @@ from core.model.membership import ParticipantState
 from core.model.participants import Address
 from core.model.runs.conversation import FRESH_SESSION_NOTICE
 from core.model.timeline import Message
-from tests.host.scene import eventually, role
-
-
-async def _false(value: bool) -> bool:
-    return not value
+from tests.host.scene import MakeScene, role
+from tests.waiting import eventually
 
 
 class Counter(BuiltinAgent):
@@ -27,7 +24,9 @@ class Counter(BuiltinAgent):
         yield Reply(f"turn {self.state['turns']} of this session")
 
 
-async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene) -> None:
+async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(
+    make_scene: MakeScene,
+) -> None:
     counter = role("counter", idle_sleep_after=0.2)
     async with make_scene([counter], agents={"counter": Counter}) as scene:
         thread = await scene.conversation("person:ann", "role:counter")
@@ -36,7 +35,7 @@ async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene) 
         run = await scene.run_of(thread)
         assert scene.host.is_awake(run.id)
 
-        await eventually(lambda: _false(scene.host.is_awake(run.id)), within=5)
+        await eventually(lambda: not scene.host.is_awake(run.id), what="the session asleep")
 
         await scene.say(thread, "person:ann", "two")
         replies = await scene.replies(thread, "role:counter", 2)
@@ -50,8 +49,8 @@ async def test_an_idle_session_sleeps_and_wakes_as_the_same_session(make_scene) 
 
 
 async def test_start_fresh_opens_a_session_whose_opening_prompt_has_the_recent_messages(
-    make_scene,
-):
+    make_scene: MakeScene,
+) -> None:
     class Recorder(BuiltinAgent):
         prompts: ClassVar[list[Prompt]] = []
 
@@ -91,7 +90,9 @@ async def test_start_fresh_opens_a_session_whose_opening_prompt_has_the_recent_m
         assert len([e for e in everything if isinstance(e, Message)]) == 6
 
 
-async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(make_scene) -> None:
+async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo")], start=False) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         await scene.say(thread, "person:ann", "anyone?")
@@ -100,7 +101,9 @@ async def test_news_committed_while_no_host_ran_is_answered_when_one_starts(make
         assert await scene.replies(thread, "role:echo", 1) == ["anyone?"]
 
 
-async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene) -> None:
+async def test_a_role_removed_from_the_conversation_is_not_prompted(
+    make_scene: MakeScene,
+) -> None:
     async with make_scene([role("echo")]) as scene:
         thread = await scene.conversation("person:ann", "role:echo")
         await scene.say(thread, "person:ann", "first")
@@ -119,7 +122,7 @@ async def test_a_role_removed_from_the_conversation_is_not_prompted(make_scene) 
 
 
 async def test_the_concierge_remembers_across_a_fresh_session_but_not_across_conversations(
-    make_scene,
+    make_scene: MakeScene,
 ) -> None:
     async with make_scene([role("concierge")]) as scene:
         ann = await scene.conversation("person:ann", "role:concierge")

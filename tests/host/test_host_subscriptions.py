@@ -4,15 +4,17 @@ agent sends a message."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import ClassVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import ClassVar, cast
 
 from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
 from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.participants import Address
-from core.model.runs.run import TurnCause, TurnOutcome
-from core.model.tasks import Actor, ActorKind, TaskChange, TaskStatus
-from tests.host.scene import eventually, role
+from core.model.runs.run import Run, Turn, TurnCause, TurnOutcome
+from core.model.tasks import Actor, ActorKind, Task, TaskChange, TaskStatus
+from core.model.timeline import ThreadId
+from tests.host.scene import MakeScene, Scene, role
+from tests.waiting import eventually
 
 ANN = Actor.person(Address("person:ann"))
 
@@ -37,11 +39,14 @@ class Watcher(BuiltinAgent):
                     await tools.send_message(f"{task['title']} is now {task['status']}")
 
 
-def watcher(quiet: bool = False) -> type[BuiltinAgent]:
-    return type("W", (Watcher,), {"prompts": [], "quiet": quiet})
+def watcher(quiet: bool = False) -> type[Watcher]:
+    """A Watcher class of the test's own, so that its `prompts` are the test's."""
+    return cast(type[Watcher], type("W", (Watcher,), {"prompts": [], "quiet": quiet}))
 
 
-async def _watching(scene, person: str, title: str = "Order chairs"):
+async def _watching(
+    scene: Scene, person: str, title: str = "Order chairs"
+) -> tuple[ThreadId, Run, Task]:
     """A conversation of `person` with role:watch whose run subscribes to a new task."""
     thread = await scene.conversation(person, "role:watch")
     await scene.say(thread, person, "hello")
@@ -53,7 +58,9 @@ async def _watching(scene, person: str, title: str = "Order chairs"):
     return thread, run, task
 
 
-async def test_a_change_by_a_person_wakes_the_subscribed_conversation(make_scene) -> None:
+async def test_a_change_by_a_person_wakes_the_subscribed_conversation(
+    make_scene: MakeScene,
+) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, run, task = await _watching(scene, "person:ann")
@@ -72,7 +79,9 @@ async def test_a_change_by_a_person_wakes_the_subscribed_conversation(make_scene
         assert told == ["updated", "commented"]
 
 
-async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(make_scene) -> None:
+async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(
+    make_scene: MakeScene,
+) -> None:
     agent = watcher(quiet=True)
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, run, task = await _watching(scene, "person:ann")
@@ -86,7 +95,7 @@ async def test_a_news_turn_says_nothing_unless_the_agent_sends_a_message(make_sc
 
 
 async def test_a_change_by_the_run_itself_does_not_wake_it_but_one_by_its_role_elsewhere_does(
-    make_scene,
+    make_scene: MakeScene,
 ) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
@@ -107,7 +116,9 @@ async def test_a_change_by_the_run_itself_does_not_wake_it_but_one_by_its_role_e
         assert [e["changes"]["status"]["to"] for e in digest["events"]] == ["done"]
 
 
-async def test_task_news_left_from_before_a_restart_is_delivered_on_start(make_scene) -> None:
+async def test_task_news_left_from_before_a_restart_is_delivered_on_start(
+    make_scene: MakeScene,
+) -> None:
     agent = watcher()
     async with make_scene([role("watch", agent="w")], agents={"w": agent}) as scene:
         thread, _, task = await _watching(scene, "person:ann")
@@ -118,12 +129,11 @@ async def test_task_news_left_from_before_a_restart_is_delivered_on_start(make_s
         assert said[1] == "Order chairs is now done"
 
 
-async def _told(agent: type[BuiltinAgent], count: int) -> list[str] | None:
-    prompts: list[Prompt] = agent.prompts  # type: ignore[attr-defined]
-    kinds = [e["kind"] for p in prompts for t in p.tasks for e in t["events"]]
+async def _told(agent: type[Watcher], count: int) -> list[str] | None:
+    kinds = [e["kind"] for p in agent.prompts for t in p.tasks for e in t["events"]]
     return kinds if len(kinds) >= count else None
 
 
-async def _at_least(turns_awaitable, count: int):
+async def _at_least(turns_awaitable: Awaitable[list[Turn]], count: int) -> list[Turn] | None:
     turns = await turns_awaitable
     return turns if len(turns) >= count else None

@@ -4,15 +4,16 @@ in turn wake the conversations watching the task, but not the task run itself.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import ClassVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar, cast
 
 from core.engine.runtimes.base import Prompt, Reply, TurnTools, Update
 from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.participants import Address
-from core.model.runs.run import RunKind, TurnCause, TurnOutcome
-from core.model.tasks import Actor, ActorKind, TaskChange, TaskStatus
-from tests.host.scene import eventually, role
+from core.model.runs.run import RunKind, Turn, TurnCause, TurnOutcome
+from core.model.tasks import Actor, ActorKind, TaskChange, TaskEvent, TaskId, TaskStatus
+from tests.host.scene import MakeScene, Scene, role
+from tests.waiting import eventually
 
 ANN = Actor.person(Address("person:ann"))
 
@@ -33,18 +34,25 @@ class Worker(BuiltinAgent):
                 yield Reply(event.text or "")
 
 
-async def _comments(scene, task_id) -> list:
+def worker() -> type[Worker]:
+    """A Worker class of the test's own, so that its `prompts` are the test's."""
+    return cast(type[Worker], type("W", (Worker,), {"prompts": []}))
+
+
+async def _comments(scene: Scene, task_id: TaskId) -> list[TaskEvent]:
     _, history = await scene.db.tasks.get(task_id)
     return [e for e in history if e.kind.value == "commented"]
 
 
-async def _enough(scene, task_id, count: int):
+async def _enough(scene: Scene, task_id: TaskId, count: int) -> list[TaskEvent] | None:
     found = await _comments(scene, task_id)
     return found if len(found) >= count else None
 
 
-async def test_an_assigned_task_gets_a_task_run_whose_answers_are_comments(make_scene):
-    agent = type("W", (Worker,), {"prompts": []})
+async def test_an_assigned_task_gets_a_task_run_whose_answers_are_comments(
+    make_scene: MakeScene,
+) -> None:
+    agent = worker()
     async with make_scene([role("worker", agent="w")], agents={"w": agent}) as scene:
         task, _ = await scene.db.tasks.create(
             title="Order chairs", body="Six, blue.", assignee="worker", external=None, actor=ANN
@@ -52,6 +60,7 @@ async def test_an_assigned_task_gets_a_task_run_whose_answers_are_comments(make_
         [comment] = await eventually(lambda: _enough(scene, task.id, 1))
         assert comment.text == "seen created on Order chairs"
         assert comment.actor.kind is ActorKind.RUN and comment.actor.name == "role:worker"
+        assert comment.actor.run_id is not None
         run = await scene.db.runs.get(comment.actor.run_id)
         assert run.kind is RunKind.TASK and run.task_id == task.id and run.thread_id is None
         first = agent.prompts[0]
@@ -63,7 +72,7 @@ async def test_an_assigned_task_gets_a_task_run_whose_answers_are_comments(make_
         async def told_both() -> str | None:
             # one turn with both changes, or one each: the run may read between the two commits
             found = await _comments(scene, task.id)
-            told = " ".join(c.text for c in found[1:] if c.actor.kind is ActorKind.RUN)
+            told = " ".join(c.text or "" for c in found[1:] if c.actor.kind is ActorKind.RUN)
             return told if "updated" in told and "commented" in told else None
 
         await eventually(told_both)
@@ -75,8 +84,10 @@ async def test_an_assigned_task_gets_a_task_run_whose_answers_are_comments(make_
         assert all(t.prompt["tasks"] for t in turns)
 
 
-async def test_a_task_runs_comment_wakes_a_conversation_of_the_same_role(make_scene):
-    agent = type("W", (Worker,), {"prompts": []})
+async def test_a_task_runs_comment_wakes_a_conversation_of_the_same_role(
+    make_scene: MakeScene,
+) -> None:
+    agent = worker()
     async with make_scene([role("worker", agent="w")], agents={"w": agent}) as scene:
         thread = await scene.conversation("person:ann", "role:worker")
         await scene.say(thread, "person:ann", "hello")
@@ -89,7 +100,7 @@ async def test_a_task_runs_comment_wakes_a_conversation_of_the_same_role(make_sc
         await scene.db.tasks.update(task.id, TaskChange(assignee="worker"), ANN)
         await eventually(lambda: _enough(scene, task.id, 1))  # the task run answered
 
-        async def told_of_the_comment():
+        async def told_of_the_comment() -> list[Turn]:
             turns = await scene.db.runs.turns(conversation.id)
             return [t for t in turns if "commented" in _kinds(t.prompt)]
 
@@ -97,12 +108,14 @@ async def test_a_task_runs_comment_wakes_a_conversation_of_the_same_role(make_sc
         assert turn.cause is TurnCause.NEWS and turn.outcome is TurnOutcome.SILENT
 
 
-def _kinds(prompt) -> list[str]:
+def _kinds(prompt: Mapping[str, Any]) -> list[str]:
     return [e["kind"] for task in prompt.get("tasks", []) for e in task["events"]]
 
 
-async def test_a_task_assigned_while_no_host_ran_is_worked_on_when_one_starts(make_scene) -> None:
-    agent = type("W", (Worker,), {"prompts": []})
+async def test_a_task_assigned_while_no_host_ran_is_worked_on_when_one_starts(
+    make_scene: MakeScene,
+) -> None:
+    agent = worker()
     async with make_scene([role("worker", agent="w")], agents={"w": agent}, start=False) as scene:
         task, _ = await scene.db.tasks.create(title="Restock", body="", assignee="worker",
                                               external=None, actor=ANN)  # fmt: skip

@@ -23,7 +23,8 @@ from core.engine.runtimes.builtin import BuiltinAgent
 from core.model.runs.run import RunStatus, TurnOutcome
 from core.model.timeline import Message
 from core.storage.threads_commands import PostMessage
-from tests.host.scene import eventually, role
+from tests.host.scene import MakeScene, role
+from tests.waiting import eventually
 
 REFUSED = "refuse me"
 
@@ -66,10 +67,16 @@ def refusing(database_url: str) -> Iterator[None]:
     yield
 
 
-def refused_first(turns: int) -> type[BuiltinAgent]:
+class Prompted(BuiltinAgent):
+    """An agent that counts its prompts: each test's agent is a class of its own."""
+
+    prompts: ClassVar[int] = 0
+
+
+def refused_first(turns: int) -> type[Prompted]:
     """Its first `turns` prompts are answered with text the database refuses; then it echoes."""
 
-    class RefusedFirst(BuiltinAgent):
+    class RefusedFirst(Prompted):
         prompts: ClassVar[int] = 0
 
         async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
@@ -84,7 +91,9 @@ def refused_first(turns: int) -> type[BuiltinAgent]:
 
 
 async def test_a_turn_end_refused_once_is_taken_again_and_the_person_gets_the_answer(
-    make_scene, refusing, caplog: pytest.LogCaptureFixture
+    make_scene: MakeScene,
+    refusing: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     agent = refused_first(1)
     async with make_scene([role("echoer")], agents={"echoer": agent}) as scene:
@@ -104,7 +113,7 @@ async def test_a_turn_end_refused_once_is_taken_again_and_the_person_gets_the_an
 
 
 async def test_a_turn_end_refused_every_time_is_stored_as_failed_and_the_people_are_told(
-    make_scene, refusing
+    make_scene: MakeScene, refusing: None
 ) -> None:
     agent = refused_first(1_000)
     limits = HostLimits(attempts=3, backoff=0.01)
@@ -125,8 +134,8 @@ async def test_a_turn_end_refused_every_time_is_stored_as_failed_and_the_people_
 
 
 async def test_conversations_get_their_replies_while_someone_keeps_sending_text_storage_refuses(
-    make_scene,
-):
+    make_scene: MakeScene,
+) -> None:
     """The issue's scene: a visitor's writes that storage refuses (a lone surrogate, sent past
     the edge) share the writer's batches with the runs' turn ends; every conversation is still
     answered, and the visitor's text is never stored."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,12 @@ from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
-from tests.waiting import eventually
+from tests.serving import serve
+from tests.settings import make_settings
 
-__all__ = ["eventually"]  # the tests here wait with it
-
-ECHO = Role(name="echo", display_name="Echo", runtime={"kind": "builtin", "agent": "echo"})
+ECHO = Role.model_validate(
+    {"name": "echo", "display_name": "Echo", "runtime": {"kind": "builtin", "agent": "echo"}}
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Receiver:
     always: dict[str, int] = field(default_factory=dict)
     got: list[Received] = field(default_factory=list)
     server: TestServer | None = None
+    _serving: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def url(self, path: str = "/hook") -> str:
         assert self.server is not None
@@ -83,13 +85,11 @@ class Receiver:
     async def __aenter__(self) -> Receiver:
         app = web.Application()
         app.router.add_post("/{tail:.*}", self._handle)
-        self.server = TestServer(app, host="127.0.0.1")
-        await self.server.start_server()
+        self.server = await self._serving.enter_async_context(serve(app))
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        assert self.server is not None
-        await self.server.close()
+        await self._serving.aclose()
 
 
 @pytest.fixture
@@ -100,29 +100,21 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 def outbound_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
-        "var_dir": tmp_path,
-        "database_url": f"sqlite+aiosqlite:///{tmp_path}/outbound.db",
         "endpoints_allow_private": True,
         "endpoints_backoff_base": 0.05,
         "endpoints_backoff_cap": 0.2,
         "endpoints_park_after": 10,
         "endpoints_timeout": 5.0,
     }
-    return Settings(**(values | overrides))
+    return make_settings(tmp_path, **(values | overrides))
 
 
 @asynccontextmanager
 async def gateway(settings: Settings) -> AsyncIterator[Api]:
     """The whole application serving the `echo` role, over real HTTP on loopback."""
-    server = TestServer(
-        build_app(settings, api_token=TOKEN, roles={"echo": ECHO}), host="127.0.0.1"
-    )
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
+    app = build_app(settings, api_token=TOKEN, roles={"echo": ECHO})
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        yield Api(server, session)
 
 
 async def register(api: Api, url: str, **fields: Any) -> dict[str, Any]:

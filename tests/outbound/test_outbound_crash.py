@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from tests.serving import serve
 from tests.slack.served import Served, served
 from tests.waiting import eventually
 
@@ -29,6 +31,7 @@ class HoldingReceiver:
         self.got: list[tuple[str, str]] = []  # (webhook-id, body)
         self._release = asyncio.Event()
         self._server: TestServer | None = None
+        self._serving = AsyncExitStack()
 
     async def _handle(self, request: web.Request) -> web.Response:
         self.got.append((request.headers["webhook-id"], await request.text()))
@@ -47,14 +50,12 @@ class HoldingReceiver:
     async def __aenter__(self) -> HoldingReceiver:
         app = web.Application()
         app.router.add_post("/hook", self._handle)
-        self._server = TestServer(app, host="127.0.0.1")
-        await self._server.start_server()
+        self._server = await self._serving.enter_async_context(serve(app))
         return self
 
     async def __aexit__(self, *_: object) -> None:
         self.release()
-        assert self._server is not None
-        await self._server.close()
+        await self._serving.aclose()
 
 
 async def _call(http: aiohttp.ClientSession, gateway: Served, path: str, body: Any = None) -> Any:

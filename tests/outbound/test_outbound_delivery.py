@@ -5,7 +5,6 @@ a 410, parking and replay, and a restart mid-backoff."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -16,11 +15,11 @@ from standardwebhooks import Webhook
 from tests.outbound.conftest import (
     Receiver,
     endpoint,
-    eventually,
     gateway,
     outbound_settings,
     register,
 )
+from tests.waiting import eventually
 
 ALICE, BO = "person:alice", "person:bo"
 
@@ -95,8 +94,11 @@ async def test_a_410_disables_the_endpoint(tmp_path: Path, receiver: Receiver) -
 
         found = await eventually(disabled)
         assert "410" in found["reason"] and found["next_attempt_at"] is None
+        # a second endpoint's delivery of the next message: the commit that would have woken
+        # the disabled endpoint's worker, had it kept one, has been sent out
+        await register(api, receiver.url("/marker"), kinds=["message"])
         await api.say(thread["id"], ALICE, "still there?")
-        await asyncio.sleep(0.3)
+        await eventually(lambda: _accepted_all_of(receiver, "/marker", 1), what="the marker")
         assert len(receiver.at("/gone")) == 1  # nothing more is sent to it
 
 
@@ -119,8 +121,6 @@ async def test_repeated_failure_parks_it_and_replay_resumes(
         assert found["failures"] == 3
         assert found["reason"] == "parked after 3 failed attempts in a row; the last: HTTP 503"
         assert found["position"] == first["position"] - 1  # nothing was accepted
-        await asyncio.sleep(0.3)
-        assert len(receiver.at("/flaky")) == 3  # parked: no more attempts
 
         listed = (await api.get("/api/v1/endpoints")).body["endpoints"]
         assert [(e["id"], e["status"]) for e in listed] == [(made["id"], "parked")]
@@ -131,6 +131,8 @@ async def test_repeated_failure_parks_it_and_replay_resumes(
         assert reply.body["status"] == "active" and reply.body["failures"] == 0
         await eventually(lambda: _accepted_all_of(receiver, "/flaky", 2))
         assert [r.id for r in receiver.accepted("/flaky")] == [first["id"], second["id"]]
+        # parked, no more attempts were made: between the third failure and the replay, none
+        assert [r.status for r in receiver.at("/flaky")] == [503, 503, 503, 204, 204]
 
         # Replay from a position: delivered again from there, whatever was accepted before.
         reply = await api.post(
@@ -208,7 +210,16 @@ async def test_kinds_roles_and_threads_choose_what_is_delivered(
         await eventually(lambda: _accepted_all_of(receiver, "/echo", 2))
         await eventually(lambda: _accepted_all_of(receiver, "/tasks", 2))
         await eventually(lambda: _accepted_all_of(receiver, "/thread", 1))
-        await asyncio.sleep(0.3)
+        # what each endpoint wants next, after the above: once it arrived, nothing came between
+        await api.say(people["id"], ALICE, "marker")
+        await api.say(with_echo["id"], ALICE, "marker")
+        await api.post(
+            f"/api/v1/tasks/{created.body['id']}/comments", {"author": ALICE, "text": "marker"}
+        )
+        await eventually(lambda: _accepted_all_of(receiver, "/all", 9), what="/all's markers")
+        await eventually(lambda: _accepted_all_of(receiver, "/echo", 4), what="/echo's markers")
+        await eventually(lambda: _accepted_all_of(receiver, "/tasks", 3), what="/tasks' marker")
+        await eventually(lambda: _accepted_all_of(receiver, "/thread", 2), what="/thread's marker")
 
     def kinds(path: str, secret: str) -> list[str]:
         return [_verified(secret, r)["type"] for r in receiver.accepted(path)]
@@ -216,16 +227,18 @@ async def test_kinds_roles_and_threads_choose_what_is_delivered(
     def texts(path: str) -> list[str]:
         return [json.loads(r.body)["data"]["text"] for r in receiver.accepted(path)]
 
-    assert kinds("/tasks", tasks_only["secret"]) == ["task.created", "task.commented"]
-    assert texts("/echo") == ["hello echo", "hello echo"]  # the person's and the echo's
-    assert kinds("/thread", one_thread["secret"]) == ["timeline.message"]
-    assert texts("/thread") == ["between people"]
+    commented = ["task.commented"] * 2
+    assert kinds("/tasks", tasks_only["secret"]) == ["task.created", *commented]
+    # the person's and the echo's, then the markers
+    assert texts("/echo") == ["hello echo", "hello echo", "marker", "marker"]
+    assert kinds("/thread", one_thread["secret"]) == ["timeline.message"] * 2
+    assert texts("/thread") == ["between people", "marker"]
     assert sorted(kinds("/all", everything["secret"])) == sorted(
-        ["timeline.message"] * 3 + ["task.created", "task.commented"]
+        ["timeline.message"] * (3 + 3) + ["task.created", *commented]
     )
     # The two streams are each in their own order; task events carry their task event JSON.
     task_events = [json.loads(r.body)["data"] for r in receiver.accepted("/tasks")]
-    assert [e["seq"] for e in task_events] == [1, 2]
+    assert [e["seq"] for e in task_events] == [1, 2, 3]
     assert task_events[0]["task_id"] == created.body["id"]
     assert echo_only["roles"] == ["echo"] and one_thread["threads"] == [people["id"]]
 
@@ -243,6 +256,8 @@ async def test_a_new_endpoint_starts_with_what_comes_next_unless_told(
         after = await api.say(thread["id"], ALICE, "after")
         await eventually(lambda: _accepted_all_of(receiver, "/past", 2))
         await eventually(lambda: _accepted_all_of(receiver, "/next", 1))
-        await asyncio.sleep(0.2)
-    assert [r.id for r in receiver.accepted("/next")] == [after["id"]]
-    assert [r.id for r in receiver.accepted("/past")] == [before["id"], after["id"]]
+        marker = await api.say(thread["id"], ALICE, "marker")  # what both want next
+        await eventually(lambda: _accepted_all_of(receiver, "/past", 3), what="/past's marker")
+        await eventually(lambda: _accepted_all_of(receiver, "/next", 2), what="/next's marker")
+    assert [r.id for r in receiver.accepted("/next")] == [after["id"], marker["id"]]
+    assert [r.id for r in receiver.accepted("/past")] == [before["id"], after["id"], marker["id"]]

@@ -49,6 +49,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tests.waiting import eventually
+
 CARD_PATH = "/.well-known/agent-card.json"
 
 
@@ -233,10 +235,13 @@ async def serve_agent(
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
+
+        def started() -> bool:
             if serving.done():
-                serving.result()
-            await asyncio.sleep(0.01)
+                serving.result()  # it stopped: say why
+            return bool(server.started)
+
+        await eventually(started, what="the A2A agent serving")
         yield RunningAgent(
             url=url,
             card_url=f"http://127.0.0.1:{port}{CARD_PATH}",

@@ -17,12 +17,15 @@ an HTTP error (`fail`) or hold the request until the client goes away (`hang`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.serving import serve
 
 
 @dataclass(frozen=True)
@@ -92,20 +95,17 @@ class FakeOpenAI:
         """Set when a `hang` answer holds a request."""
         self.gone = asyncio.Event()
         """Set when the client of a held request went away."""
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._complete)
-        self._runner = web.AppRunner(app, handler_cancellation=True)
+        self._app = web.Application()
+        self._app.router.add_post("/v1/chat/completions", self._complete)
+        self._serving = contextlib.AsyncExitStack()
 
     async def start(self) -> str:
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}/v1"
+        server = await self._serving.enter_async_context(serve(self._app))
+        self.base_url = str(server.make_url("/v1"))
         return self.base_url
 
     async def close(self) -> None:
-        await self._runner.cleanup()
+        await self._serving.aclose()
 
     def script(self, *answers: Answer) -> None:
         self._script.extend(answers)

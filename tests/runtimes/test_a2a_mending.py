@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.settings import Settings
 from tests.runtimes.a2a_agent import serve_agent
 from tests.runtimes.test_a2a_runtime import ANN, gateway, remote, replies, run_of, settings, turns
 
@@ -16,7 +17,9 @@ __all__ = ["settings"]  # the fixture, used by name
 
 
 @pytest.mark.parametrize("streaming", [True, False])
-async def test_an_answer_holding_a_nul_is_mended_and_noted(settings, streaming) -> None:
+async def test_an_answer_holding_a_nul_is_mended_and_noted(
+    settings: Settings, streaming: bool
+) -> None:
     async with (
         serve_agent(streaming=streaming) as agent,
         gateway(settings, remote(agent.card_url)) as api,

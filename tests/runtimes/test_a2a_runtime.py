@@ -12,7 +12,6 @@ agent forgot it); the credential goes in the header the manifest says, and nowhe
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -22,7 +21,6 @@ from typing import Any
 import aiohttp
 import pytest
 from a2a.types.a2a_pb2 import Artifact, Part, StreamResponse, TaskArtifactUpdateEvent
-from aiohttp.test_utils import TestServer
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from core.engine.host.drafts import Draft, DraftKind
@@ -35,25 +33,33 @@ from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
 from tests.runtimes.a2a_agent import RunningAgent, serve_agent
+from tests.serving import serve
+from tests.settings import make_settings
+from tests.waiting import eventually
 
 ANN = "person:ann"
 SECRET = "t"
 
 
 def remote(card_url: str, *, turn_timeout: float = 20, **auth: str) -> Role:
-    return Role(
-        name="remote",
-        display_name="Remote",
-        runtime={"kind": "a2a", "card_url": card_url, "auth": {"token": "A2A_TOKEN", **auth}},
-        turn_timeout=turn_timeout,
+    return Role.model_validate(
+        {
+            "name": "remote",
+            "display_name": "Remote",
+            "runtime": {
+                "kind": "a2a",
+                "card_url": card_url,
+                "auth": {"token": "A2A_TOKEN", **auth},
+            },
+            "turn_timeout": turn_timeout,
+        }
     )
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(
-        var_dir=tmp_path,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
+    return make_settings(
+        tmp_path,
         turn_attempts=2,
         retry_backoff=0.01,
     )
@@ -69,33 +75,26 @@ async def gateway(
         roles={role.name: role},
         secrets={"A2A_TOKEN": SECRET} if secrets is None else secrets,
     )
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Api(server, session)
-    finally:
-        await server.close()
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        yield Api(server, session)
 
 
 async def replies(api: Api, thread_id: str, count: int) -> list[str]:
-    deadline = time.monotonic() + 10
-    while True:
+    async def said() -> list[str] | None:
         page = await api.timeline(thread_id, "?limit=500")
         said = [e["text"] for e in page["events"] if e.get("author") == "role:remote"]
-        if len(said) >= count or time.monotonic() > deadline:
-            return said
-        await asyncio.sleep(0.02)
+        return said if len(said) >= count else None
+
+    return await eventually(said, what=f"{count} replies by role:remote")
 
 
 async def notes(api: Api, thread_id: str, count: int) -> list[str]:
-    deadline = time.monotonic() + 10
-    while True:
+    async def said() -> list[str] | None:
         page = await api.timeline(thread_id, "?limit=500")
         said = [e["text"] for e in page["events"] if e["kind"] == "system"]
-        if len(said) >= count or time.monotonic() > deadline:
-            return said
-        await asyncio.sleep(0.02)
+        return said if len(said) >= count else None
+
+    return await eventually(said, what=f"{count} system notes")
 
 
 async def run_of(api: Api, thread_id: str) -> dict[str, Any]:
@@ -121,7 +120,7 @@ def the_context(agent: RunningAgent) -> str:
     ids=["stream", "send", "stream-a2a-0.3", "send-a2a-0.3"],
 )
 async def test_each_turn_is_a_message_in_the_conversations_context(
-    settings, streaming, legacy
+    settings: Settings, streaming: bool, legacy: bool
 ) -> None:
     async with (
         serve_agent(streaming=streaming, legacy=legacy) as agent,
@@ -155,7 +154,9 @@ async def test_each_turn_is_a_message_in_the_conversations_context(
         assert agent.headers and all(h["authorization"] == "Bearer t" for h in agent.headers)
 
 
-async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(settings) -> None:
+async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(
+    settings: Settings,
+) -> None:
     async with serve_agent() as agent:
         async with gateway(settings, remote(agent.card_url)) as api:
             thread = await api.thread(ANN, "role:remote")
@@ -170,7 +171,9 @@ async def test_a_session_woken_after_a_restart_goes_on_in_the_same_context(setti
             assert agent.executor.turns == {context: 2}
 
 
-async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(settings) -> None:
+async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(
+    settings: Settings,
+) -> None:
     async with (
         serve_agent(streaming=True) as agent,
         gateway(settings, remote(agent.card_url)) as api,
@@ -189,7 +192,7 @@ async def test_streaming_shows_the_reply_as_it_is_written_then_says_it_once(sett
         assert [e["text"] for e in page["events"] if e.get("author") == "role:remote"] == [reply]
 
 
-async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings) -> None:
+async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings: Settings) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "hello")
@@ -218,7 +221,7 @@ async def test_a_failed_task_fails_the_turn_with_the_agents_reason(settings) -> 
         assert (await run_of(api, thread["id"]))["status"] == "ready"
 
 
-async def test_cancel_reaches_the_agent(settings) -> None:
+async def test_cancel_reaches_the_agent(settings: Settings) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "hello")
@@ -243,7 +246,9 @@ async def test_cancel_reaches_the_agent(settings) -> None:
         assert (await replies(api, thread["id"], 2))[1] == f"turn 3 in context {context}"
 
 
-async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(settings) -> None:
+async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(
+    settings: Settings,
+) -> None:
     async with (
         serve_agent() as agent,
         gateway(settings, remote(agent.card_url, turn_timeout=1)) as api,
@@ -262,7 +267,9 @@ async def test_a_turn_that_times_out_is_cancelled_at_the_agent_then_retried(sett
         assert len(set(agent.executor.cancelled)) == 2
 
 
-async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(settings) -> None:
+async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(
+    settings: Settings,
+) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
         await api.say(thread["id"], ANN, "never mind")
@@ -277,7 +284,7 @@ async def test_a_task_the_agent_cancels_itself_ends_the_turn_without_an_answer(s
 
 
 async def test_a_question_from_the_agent_is_the_reply_and_the_answer_continues_its_task(
-    settings,
+    settings: Settings,
 ) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
@@ -286,11 +293,13 @@ async def test_a_question_from_the_agent_is_the_reply_and_the_answer_continues_i
         assert question == "Which one do you mean, the red or the blue?"
         run = await run_of(api, thread["id"])
         stored = await api.server.app[DATABASE_KEY].runs.get(run["id"])
+        assert stored.session.state is not None
         assert set(stored.session.state) == {"context_id", "task_id"}
 
         await api.say(thread["id"], ANN, "the red one")
         assert (await replies(api, thread["id"], 2))[1] == "you chose red"
         stored = await api.server.app[DATABASE_KEY].runs.get(run["id"])
+        assert stored.session.state is not None
         assert set(stored.session.state) == {"context_id"}  # the task is done
 
         await api.say(thread["id"], ANN, "hello")
@@ -298,7 +307,7 @@ async def test_a_question_from_the_agent_is_the_reply_and_the_answer_continues_i
 
 
 async def test_a_task_the_agent_has_forgotten_gives_way_to_a_new_one_in_the_context(
-    settings,
+    settings: Settings,
 ) -> None:
     async with serve_agent() as agent, gateway(settings, remote(agent.card_url)) as api:
         thread = await api.thread(ANN, "role:remote")
@@ -316,7 +325,7 @@ async def test_a_task_the_agent_has_forgotten_gives_way_to_a_new_one_in_the_cont
         assert any("cannot go on" in s["text"] for s in turn["steps"] if s["kind"] == "status")
 
 
-async def test_an_api_key_goes_in_the_header_the_manifest_names(settings) -> None:
+async def test_an_api_key_goes_in_the_header_the_manifest_names(settings: Settings) -> None:
     async with (
         serve_agent(header="X-Api-Key", value=SECRET) as agent,
         gateway(settings, remote(agent.card_url, kind="api_key", header="X-Api-Key")) as api,
@@ -329,7 +338,9 @@ async def test_an_api_key_goes_in_the_header_the_manifest_names(settings) -> Non
         assert not any("authorization" in h for h in agent.headers)
 
 
-async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(settings) -> None:
+async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(
+    settings: Settings,
+) -> None:
     async with (
         serve_agent(value="Bearer something-else") as agent,
         gateway(settings, remote(agent.card_url), {"A2A_TOKEN": "wrong-secret-1234"}) as api,
@@ -345,7 +356,7 @@ async def test_a_refused_credential_fails_the_turn_without_saying_the_secret(set
         assert "wrong-secret-1234" not in everything
 
 
-def test_a_role_whose_credential_setting_is_not_set_cannot_be_served(settings) -> None:
+def test_a_role_whose_credential_setting_is_not_set_cannot_be_served(settings: Settings) -> None:
     role = remote("http://127.0.0.1:9/.well-known/agent-card.json")
     with pytest.raises(ManifestError, match=r"runtime\.auth\.token: the setting A2A_TOKEN"):
         build_app(settings, api_token=TOKEN, roles={"remote": role}, secrets={})
@@ -396,7 +407,7 @@ def test_an_opening_prompt_carries_the_conversation_so_far_and_the_news() -> Non
     ]
 
 
-def test_replaced_artifact_text_is_not_drafted_twice():
+def test_replaced_artifact_text_is_not_drafted_twice() -> None:
     def piece(text: str, *, append: bool) -> StreamResponse:
         artifact = Artifact(artifact_id="a", parts=[Part(text=text)])
         update = TaskArtifactUpdateEvent(

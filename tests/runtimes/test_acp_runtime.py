@@ -8,12 +8,10 @@ else is read from the gateway's HTTP API (timeline, runs, turns) as an operator 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,7 +29,6 @@ from acp.schema import (
     ToolCallStart,
 )
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from core.engine.host.drafts import Draft, DraftKind
@@ -52,9 +49,10 @@ from core.engine.runtimes.registry import Runtimes
 from core.model.roles import Role
 from core.model.roles.manifests import ManifestError
 from gateway.app import build_app
-from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
+from tests.settings import make_settings
+from tests.waiting import eventually
 
 FAKE = Path(__file__).with_name("fake_acp_agent.py").resolve()
 SECRETS = {"FAKE_ACP_SECRET": "s3cret"}
@@ -68,20 +66,22 @@ def acp_role(
     permissions: Any = "deny",
     **limits: Any,
 ) -> Role:
-    return Role(
-        name=name,
-        display_name=name.title(),
-        instructions=f"You are the {name} role. Be brief.",
-        runtime={
-            "kind": "acp",
-            "command": sys.executable,
-            "args": [str(FAKE), *args],
-            "env": {"FAKE_ACP_JOURNAL": str(journal)},
-            "secrets": {"FAKE_SECRET": "FAKE_ACP_SECRET"},
-            "permissions": permissions,
-            "max_processes": limits.pop("max_processes", 16),
-        },
-        **limits,
+    return Role.model_validate(
+        {
+            "name": name,
+            "display_name": name.title(),
+            "instructions": f"You are the {name} role. Be brief.",
+            "runtime": {
+                "kind": "acp",
+                "command": sys.executable,
+                "args": [str(FAKE), *args],
+                "env": {"FAKE_ACP_JOURNAL": str(journal)},
+                "secrets": {"FAKE_SECRET": "FAKE_ACP_SECRET"},
+                "permissions": permissions,
+                "max_processes": limits.pop("max_processes", 16),
+            },
+            **limits,
+        }
     )
 
 
@@ -104,7 +104,10 @@ class Scene:
         return thread
 
     async def run(self, thread: str) -> dict[str, Any]:
-        [run] = await self.until(lambda: self._runs(thread), lambda runs: len(runs) == 1)
+        runs: list[dict[str, Any]] = await eventually(
+            lambda: self._runs(thread), what=f"the run of {thread}", within=30
+        )
+        [run] = runs
         return run
 
     async def _runs(self, thread: str) -> list[dict[str, Any]]:
@@ -116,7 +119,14 @@ class Scene:
     async def turn(self, thread: str, number: int) -> dict[str, Any]:
         """The run's turn `number`, once it is finished."""
         run = await self.run(thread)
-        turns = await self.until(lambda: self._turns(run["id"]), lambda found: len(found) >= number)
+
+        async def finished() -> list[dict[str, Any]] | None:
+            turns = await self._turns(run["id"])
+            return turns if len(turns) >= number else None
+
+        turns: list[dict[str, Any]] = await eventually(
+            finished, what=f"turn {number} of {run['id']}", within=30
+        )
         return turns[number - 1]
 
     async def _turns(self, run_id: str) -> list[dict[str, Any]]:
@@ -129,21 +139,15 @@ class Scene:
         page = await self.api.timeline(thread)
         return [e["text"] for e in page["events"] if e.get("author") == author]
 
-    async def until(self, read: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
-        deadline = time.monotonic() + 30
-        while True:
-            found = await read()
-            if done(found):
-                return found
-            assert time.monotonic() < deadline, found
-            await asyncio.sleep(0.05)
-
     async def journaled(self, event: str, count: int = 1) -> list[dict[str, Any]]:
-        async def read() -> list[dict[str, Any]]:
-            return self.journal(event)
+        def read() -> list[dict[str, Any]] | None:
+            found = self.journal(event)
+            return found if len(found) >= count else None
 
-        found: list[dict[str, Any]] = await self.until(read, lambda got: len(got) >= count)
-        return found
+        journaled: list[dict[str, Any]] = await eventually(
+            read, what=f"{count} {event!r} in the agent's journal", within=30
+        )
+        return journaled
 
 
 @asynccontextmanager
@@ -156,9 +160,9 @@ async def serving(
     port = free_port()
     journal = tmp_path / "journal.jsonl"
     var_dir = tmp_path / "var"
-    settings = Settings(
+    settings = make_settings(
+        tmp_path,
         var_dir=var_dir,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
         port=port,
         turn_attempts=attempts,
         retry_backoff=0.01,
@@ -166,13 +170,8 @@ async def serving(
     known = {role.name: role for role in (make(journal) for make in roles)}
     runtimes = Runtimes(kinds={"acp": runtime(var_dir)}) if runtime else None
     app = build_app(settings, api_token=TOKEN, roles=known, runtimes=runtimes, secrets=SECRETS)
-    server = TestServer(app, host="127.0.0.1", port=port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Scene(Api(server, session), app, journal, var_dir, port)
-    finally:
-        await server.close()
+    async with serve(app, port=port) as server, aiohttp.ClientSession() as session:
+        yield Scene(Api(server, session), app, journal, var_dir, port)
 
 
 def alive(pid: int) -> bool:
@@ -192,7 +191,7 @@ def fake(**options: Any) -> Callable[[Path], Role]:
 
 
 async def test_a_persons_message_reaches_the_agent_which_answers_over_mcp(
-    tmp_path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_ACP_GATEWAY_ONLY", "not for agents")
     async with serving(tmp_path, fake(args=("--load",))) as scene:
@@ -249,7 +248,7 @@ async def test_a_persons_message_reaches_the_agent_which_answers_over_mcp(
         assert told["said"] == "and my desk is 4B"
 
 
-async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path) -> None:
+async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path: Path) -> None:
     async with serving(tmp_path, fake()) as scene:
         drafts: list[Draft] = []
         scene.app[HOST_KEY].watch_drafts(drafts.append)
@@ -265,7 +264,7 @@ async def test_a_reply_the_agent_writes_is_streamed_then_posted(tmp_path) -> Non
 
 
 async def test_a_turns_tool_calls_are_cut_at_the_roles_budget_and_the_next_turn_has_its_own(
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
     async with serving(tmp_path, fake(max_tool_calls_per_turn=3)) as scene:
         thread = await scene.conversation("person:ann", "fake")
@@ -293,7 +292,9 @@ async def test_a_turns_tool_calls_are_cut_at_the_roles_budget_and_the_next_turn_
 # --- idle sleep and wake --------------------------------------------------------------------
 
 
-async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_session(tmp_path) -> None:
+async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_session(
+    tmp_path: Path,
+) -> None:
     async with serving(tmp_path, fake(args=("--load",), idle_sleep_after=0.2)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "my locker is 42")
@@ -301,7 +302,7 @@ async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_sessio
         [first] = scene.journal("start")
         [exited] = await scene.journaled("exit")  # idle sleep: end of input, and it left
         assert exited["pid"] == first["pid"]
-        await scene.until(lambda: _alive(first["pid"]), lambda up: not up)
+        await eventually(lambda: not alive(first["pid"]), what="the agent gone", within=30)
         [opened] = scene.journal("new_session")
 
         await scene.api.say(thread, "person:ann", "what do you know?")
@@ -325,7 +326,7 @@ async def test_idle_sleep_ends_the_process_and_the_next_message_loads_the_sessio
 
 
 async def test_an_agent_that_cannot_load_gets_a_new_session_with_an_opening_prompt(
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
     async with serving(tmp_path, fake(idle_sleep_after=0.2)) as scene:
         thread = await scene.conversation("person:ann", "fake")
@@ -361,7 +362,7 @@ async def test_an_agent_that_cannot_load_gets_a_new_session_with_an_opening_prom
         assert run.session.state == {"agent_session": second_session}
 
 
-async def test_a_role_runs_at_most_max_processes_agents_at_once(tmp_path) -> None:
+async def test_a_role_runs_at_most_max_processes_agents_at_once(tmp_path: Path) -> None:
     role = fake(max_processes=1, idle_sleep_after=0.3)
     async with serving(tmp_path, role) as scene:
         ann = await scene.conversation("person:ann", "fake")
@@ -391,15 +392,16 @@ async def _failed(scene: Scene, thread: str) -> dict[str, Any]:
     notices = [e for e in (await scene.api.timeline(thread))["events"] if e["kind"] == "system"]
     assert notices and "could not answer" in notices[-1]["text"]
     for start in scene.journal("start"):
-        await scene.until(lambda pid=start["pid"]: _alive(pid), lambda up: not up)
+        await eventually(_gone(start["pid"]), what="the agent gone", within=30)
     return turn
 
 
-async def _alive(pid: int) -> bool:
-    return alive(pid)
+def _gone(pid: int) -> Callable[[], bool]:
+    """A check that the process `pid` has ended."""
+    return lambda: not alive(pid)
 
 
-async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_path) -> None:
+async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_path: Path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "crash")
@@ -415,7 +417,7 @@ async def test_an_agent_that_dies_mid_turn_fails_the_attempt_and_the_run(tmp_pat
         assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_path) -> None:
+async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_path: Path) -> None:
     async with serving(tmp_path, fake(turn_timeout=1.5)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "hang")
@@ -424,7 +426,7 @@ async def test_an_agent_that_never_answers_is_stopped_at_the_turn_timeout(tmp_pa
             assert attempt["error"] == "the turn took longer than the role's turn_timeout"
 
 
-async def test_garbage_on_stdout_stops_the_agent(tmp_path) -> None:
+async def test_garbage_on_stdout_stops_the_agent(tmp_path: Path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "garbage")
@@ -433,7 +435,7 @@ async def test_garbage_on_stdout_stops_the_agent(tmp_path) -> None:
             assert "not a JSON-RPC message: 'this is not JSON'" in attempt["error"], attempt
 
 
-async def test_a_line_longer_than_the_cap_stops_the_agent(tmp_path):
+async def test_a_line_longer_than_the_cap_stops_the_agent(tmp_path: Path) -> None:
     def runtime(var_dir: Path) -> AcpRuntime:
         return AcpRuntime(var_dir=var_dir, secrets=SECRETS, max_line=65_536, stop_grace=0.5)
 
@@ -448,7 +450,7 @@ async def test_a_line_longer_than_the_cap_stops_the_agent(tmp_path):
 # --- control and permissions ----------------------------------------------------------------
 
 
-async def test_cancel_reaches_the_agent(tmp_path) -> None:
+async def test_cancel_reaches_the_agent(tmp_path: Path) -> None:
     async with serving(tmp_path, fake()) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "wait")
@@ -465,7 +467,7 @@ async def test_cancel_reaches_the_agent(tmp_path) -> None:
         assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path) -> None:
+async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path: Path) -> None:
     roles = (
         fake(name="open", permissions="allow"),
         fake(name="shut", permissions="deny"),
@@ -490,8 +492,8 @@ async def test_permission_requests_are_answered_by_the_roles_policy(tmp_path) ->
             assert step["text"] == f"{tool}: {verdict} by the role's permissions"
 
 
-async def test_a_role_whose_command_or_secret_is_missing_does_not_start(tmp_path) -> None:
-    settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
+async def test_a_role_whose_command_or_secret_is_missing_does_not_start(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
     journal = tmp_path / "journal.jsonl"
     missing_command = acp_role("fake", journal).model_copy(
         update={

@@ -6,6 +6,7 @@ hold. Each turn times out, fails cleanly or is mended — and the conversation's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.runtimes.test_acp_runtime import Scene, _failed, fake, serving
@@ -20,7 +21,7 @@ async def _next_turn_answers(scene: Scene, thread: str, number: int) -> None:
     assert (await scene.run(thread))["status"] == "ready"
 
 
-async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path) -> None:
+async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path: Path) -> None:
     async with serving(tmp_path, fake(turn_timeout=4.0)) as scene:
         thread = await scene.conversation("person:ann", "fake")
         await scene.api.say(thread, "person:ann", "hang")
@@ -30,7 +31,7 @@ async def test_an_agent_that_hangs_times_out_and_the_next_turn_works(tmp_path) -
 
 
 async def test_an_agent_that_floods_its_reply_fails_cleanly_and_the_next_turn_works(
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
     """Ten thousand reply chunks at once (60,000 characters, past the most a message holds):
     the attempt fails saying so, the process is stopped, nothing is posted."""
@@ -43,7 +44,7 @@ async def test_an_agent_that_floods_its_reply_fails_cleanly_and_the_next_turn_wo
         await _next_turn_answers(scene, thread, 2)
 
 
-async def test_an_agent_that_floods_its_stderr_still_answers(tmp_path) -> None:
+async def test_an_agent_that_floods_its_stderr_still_answers(tmp_path: Path) -> None:
     """Two megabytes on stderr (a pipe holds 64 KiB): read as it comes, so the agent is never
     blocked on it, and the turn answers."""
     async with serving(tmp_path, fake()) as scene:
@@ -60,7 +61,9 @@ def _mended(turn: dict[str, Any]) -> str:
     return text
 
 
-async def test_agent_output_with_values_storage_cannot_hold_is_mended_and_noted(tmp_path) -> None:
+async def test_agent_output_with_values_storage_cannot_hold_is_mended_and_noted(
+    tmp_path: Path,
+) -> None:
     """Lone surrogates, a NUL and an infinite number in the agent's reply, thought and tool
     call: the reply is posted mended (U+FFFD, the NUL dropped), the transcript holds the mended
     steps and a note of what was mended, and the turn is a reply, not a failure."""

@@ -42,7 +42,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_an_agent_dies_with_a_gateway_that_was_killed_outright(tmp_path) -> None:
+def test_an_agent_dies_with_a_gateway_that_was_killed_outright(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     with subprocess.Popen(
         [sys.executable, "-c", PARENT], cwd=root, stdout=subprocess.PIPE, text=True

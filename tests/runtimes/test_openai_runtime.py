@@ -9,11 +9,11 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 
 from core.engine.host import HostLimits, RunHost
 from core.engine.host.drafts import Draft, DraftKind
@@ -23,11 +23,14 @@ from core.engine.runtimes.openai.wire import Assembler, RequestedCall, SseDecode
 from core.engine.runtimes.registry import Runtimes
 from core.engine.tools import TOOLS
 from core.model.roles import ManifestError, Role
+from core.model.runs.run import RunId
 from core.storage.database import open_database
 from gateway.app import build_app
-from gateway.settings import Settings
-from tests.host.scene import Scene, eventually
+from tests.host.scene import Scene
 from tests.runtimes.fake_openai import FakeOpenAI, call, calls, fail, hang, say
+from tests.serving import serve
+from tests.settings import make_settings
+from tests.waiting import eventually
 
 ANN = "person:ann"
 KEY = "sk-test-0123456789"
@@ -54,12 +57,14 @@ def model_role(fake: FakeOpenAI, name: str = "model", **fields: Any) -> Role:
         "api_key": "MODEL_KEY",
         **fields.pop("runtime", {}),
     }
-    return Role(
-        name=name,
-        display_name=name.title(),
-        instructions="You are a helpful model. Keep it short.",
-        runtime=runtime,
-        **fields,
+    return Role.model_validate(
+        {
+            "name": name,
+            "display_name": name.title(),
+            "instructions": "You are a helpful model. Keep it short.",
+            "runtime": runtime,
+            **fields,
+        }
     )
 
 
@@ -90,43 +95,40 @@ async def _turns(scene: Scene, run_id: str, count: int) -> list[Any]:
 # --- through the whole gateway ----------------------------------------------------------------
 
 
-async def test_the_model_stores_then_recalls_then_answers_through_the_gateway(fake, tmp_path):
+async def test_the_model_stores_then_recalls_then_answers_through_the_gateway(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
     fake.script(
         call("store", {"payload": {"kind": "note", "text": "Ann likes tea"}}),
         call("recall", {"query": "tea"}),
         say("Noted: you like tea."),
     )
-    settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
+    settings = make_settings(tmp_path)
     app = build_app(settings, api_token=TOKEN, roles={"model": model_role(fake)}, secrets=SECRETS)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    try:
-        async with aiohttp.ClientSession(headers=auth) as http:
-            async with http.post(
-                server.make_url("/api/v1/threads"), json={"participants": [ANN, "role:model"]}
-            ) as resp:
-                thread = (await resp.json())["id"]
-            async with http.post(
-                server.make_url(f"/api/v1/threads/{thread}/messages"),
-                json={"author": ANN, "text": "remember that I like tea"},
-            ) as resp:
-                assert resp.status == 201
+    async with serve(app) as server, aiohttp.ClientSession(headers=auth) as http:
+        async with http.post(
+            server.make_url("/api/v1/threads"), json={"participants": [ANN, "role:model"]}
+        ) as resp:
+            thread = (await resp.json())["id"]
+        async with http.post(
+            server.make_url(f"/api/v1/threads/{thread}/messages"),
+            json={"author": ANN, "text": "remember that I like tea"},
+        ) as resp:
+            assert resp.status == 201
 
-            async def replied() -> list[str] | None:
-                url = server.make_url(f"/api/v1/threads/{thread}/timeline?limit=100")
-                async with http.get(url) as resp:
-                    events = (await resp.json())["events"]
-                said = [e["text"] for e in events if e.get("author") == "role:model"]
-                return said or None
+        async def replied() -> list[str] | None:
+            url = server.make_url(f"/api/v1/threads/{thread}/timeline?limit=100")
+            async with http.get(url) as resp:
+                events = (await resp.json())["events"]
+            said = [e["text"] for e in events if e.get("author") == "role:model"]
+            return said or None
 
-            assert await eventually(replied) == ["Noted: you like tea."]
-            async with http.get(server.make_url(f"/api/v1/runs?thread={thread}")) as resp:
-                [run] = (await resp.json())["runs"]
-            async with http.get(server.make_url(f"/api/v1/runs/{run['id']}/turns")) as resp:
-                [turn] = (await resp.json())["turns"]
-    finally:
-        await server.close()
+        assert await eventually(replied) == ["Noted: you like tea."]
+        async with http.get(server.make_url(f"/api/v1/runs?thread={thread}")) as resp:
+            [run] = (await resp.json())["runs"]
+        async with http.get(server.make_url(f"/api/v1/runs/{run['id']}/turns")) as resp:
+            [turn] = (await resp.json())["turns"]
 
     assert turn["outcome"] == "replied"
     store, recall, reply = turn["steps"]
@@ -160,14 +162,11 @@ async def test_the_model_stores_then_recalls_then_answers_through_the_gateway(fa
     assert "Ann likes tea" in third.messages[-1]["content"]
 
 
-def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path) -> None:
-    settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
-    role = Role(
-        name="model",
-        display_name="Model",
-        runtime={"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-                 "api_key": "MODEL_KEY"},
-    )  # fmt: skip
+def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    role = Role.model_validate({"name": "model", "display_name": "Model",
+                                "runtime": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+                                            "model": "m", "api_key": "MODEL_KEY"}})  # fmt: skip
     with pytest.raises(ManifestError, match=r"runtime\.api_key: the setting MODEL_KEY is not set"):
         build_app(settings, api_token=TOKEN, roles={"model": role}, secrets={})
     assert ChatCompletionsRuntime(SECRETS).problem(role) is None
@@ -176,7 +175,9 @@ def test_a_role_whose_key_setting_is_not_set_stops_the_gateway(tmp_path) -> None
 # --- through the run host -----------------------------------------------------------------------
 
 
-async def test_history_carries_across_turns_and_after_idle_sleep(fake, database_url) -> None:
+async def test_history_carries_across_turns_and_after_idle_sleep(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.script(say("Hello, Ann."), say("You said hello first."))
     role = model_role(fake, idle_sleep_after=0.2, runtime={"stream": False, "temperature": 0.3})
     async with hosted(database_url, role) as scene:
@@ -205,11 +206,13 @@ async def test_history_carries_across_turns_and_after_idle_sleep(fake, database_
     assert KEY not in json.dumps(state)
 
 
-async def _asleep(scene: Scene, run_id: str) -> bool:
+async def _asleep(scene: Scene, run_id: RunId) -> bool:
     return not scene.host.is_awake(run_id)
 
 
-async def test_a_fresh_session_opens_with_the_recent_conversation(fake, database_url) -> None:
+async def test_a_fresh_session_opens_with_the_recent_conversation(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.script(say("Hi."), say("A fresh start."))
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")
@@ -227,7 +230,9 @@ async def test_a_fresh_session_opens_with_the_recent_conversation(fake, database
     assert told[-1][0] == "user" and told[-1][1].endswith("two")
 
 
-async def test_streaming_sends_the_reply_in_pieces_then_whole(fake, database_url) -> None:
+async def test_streaming_sends_the_reply_in_pieces_then_whole(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.script(say("Hello there, Ann."))
     async with hosted(database_url, model_role(fake)) as scene:
         drafts: list[Draft] = []
@@ -247,7 +252,7 @@ async def test_streaming_sends_the_reply_in_pieces_then_whole(fake, database_url
 
 
 async def test_a_tool_call_loop_is_cut_at_its_bound_and_ends_with_what_was_said(
-    fake, database_url
+    fake: FakeOpenAI, database_url: str
 ) -> None:
     fake.script(call("recall", {}, text="Let me look."))
     fake.always(call("recall", {"query": "more"}))
@@ -265,11 +270,14 @@ async def test_a_tool_call_loop_is_cut_at_its_bound_and_ends_with_what_was_said(
     assert "more than 2 tool calls" in turn.steps[-1]["text"]
     assert len(fake.requests) == 3  # asked, asked with one result, asked with two: then cut
     # The call past the bound is answered "not run", so the history stays well formed.
+    assert state is not None
     last = state["messages"][-1]
     assert last["role"] == "tool" and "not run" in last["content"]
 
 
-async def test_a_tool_call_loop_that_never_answers_fails_the_turn(fake, database_url) -> None:
+async def test_a_tool_call_loop_that_never_answers_fails_the_turn(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.always(call("recall", {}))
     role = model_role(fake, runtime={"max_tool_calls": 1, "stream": False})
     async with hosted(database_url, role, limits=HostLimits(backoff=0.01, attempts=2)) as scene:
@@ -287,7 +295,9 @@ async def test_a_tool_call_loop_that_never_answers_fails_the_turn(fake, database
     assert len(fake.requests) == 4  # two per attempt
 
 
-async def test_bad_tool_calls_go_back_to_the_model_as_errors(fake, database_url) -> None:
+async def test_bad_tool_calls_go_back_to_the_model_as_errors(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.script(
         calls(("recall", "{not json"), ("no_such_tool", {}), ("store", {"payload": "text"})),
         say("Sorry, my calls were wrong."),
@@ -309,7 +319,7 @@ async def test_bad_tool_calls_go_back_to_the_model_as_errors(fake, database_url)
 
 
 async def test_a_refused_key_fails_the_turn_with_a_clear_error_that_never_shows_the_key(
-    fake, database_url, caplog
+    fake: FakeOpenAI, database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     fake.always(fail(401, {"message": f"Incorrect API key provided: {KEY}"}))
@@ -331,7 +341,9 @@ async def test_a_refused_key_fails_the_turn_with_a_clear_error_that_never_shows_
     assert fake.requests[0].headers["Authorization"] == f"Bearer {KEY}"  # sent, as the bearer
 
 
-async def test_a_short_retry_after_is_waited_out_within_the_attempt(fake, database_url) -> None:
+async def test_a_short_retry_after_is_waited_out_within_the_attempt(
+    fake: FakeOpenAI, database_url: str
+) -> None:
     fake.script(fail(429, {"message": "slow down"}, {"Retry-After": "0"}), say("Here now."))
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")
@@ -344,7 +356,7 @@ async def test_a_short_retry_after_is_waited_out_within_the_attempt(fake, databa
     assert len(fake.requests) == 2
 
 
-async def test_cancel_stops_the_request_in_flight(fake, database_url) -> None:
+async def test_cancel_stops_the_request_in_flight(fake: FakeOpenAI, database_url: str) -> None:
     fake.script(hang())
     async with hosted(database_url, model_role(fake)) as scene:
         thread = await scene.conversation(ANN, "role:model")

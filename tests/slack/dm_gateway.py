@@ -17,7 +17,8 @@ from core.model.roles import Role
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
+from tests.settings import make_settings
 from tests.slack.fake_slack import FakeSlack, signed_request_headers
 from tests.web.conftest import Widget
 
@@ -29,12 +30,14 @@ APP = "SLACK_ECHO_APP_TOKEN"
 def echo_role(mode: str = "http", *, stream: bool = False, delay_ms: int = 0) -> Role:
     slack: dict[str, Any] = {"mode": mode, "bot_token": BOT}
     slack |= {"signing_secret": SIGNING} if mode == "http" else {"app_token": APP}
-    return Role(
-        name="echo",
-        display_name="Echo",
-        description="Says back what it is told.",
-        runtime={"kind": "builtin", "agent": "echo", "stream": stream, "delay_ms": delay_ms},
-        slack=slack,
+    return Role.model_validate(
+        {
+            "name": "echo",
+            "display_name": "Echo",
+            "description": "Says back what it is told.",
+            "runtime": {"kind": "builtin", "agent": "echo", "stream": stream, "delay_ms": delay_ms},
+            "slack": slack,
+        }
     )
 
 
@@ -73,9 +76,9 @@ def slack_settings(
     pace: float = 0,
     database_url: str | None = None,
 ) -> Settings:
-    return Settings(
-        var_dir=tmp_path,
-        database_url=database_url or f"sqlite+aiosqlite:///{tmp_path}/t.db",
+    return make_settings(
+        tmp_path,
+        **({"database_url": database_url} if database_url else {}),
         port=port,
         slack_api_url=fake.api_url,
         slack_pace=pace,
@@ -114,10 +117,5 @@ async def slack_gateway(
         roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
         secrets=secrets,
     )
-    server = TestServer(app, host="127.0.0.1", port=port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield SlackGateway(server, http, fake)
-    finally:
-        await server.close()
+    async with serve(app, port=port) as server, aiohttp.ClientSession() as http:
+        yield SlackGateway(server, http, fake)

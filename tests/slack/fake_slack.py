@@ -50,6 +50,8 @@ from typing import Any
 from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp.test_utils import TestServer
 
+from tests.serving import serve
+
 TEAM_ID = "T0FAKETEAM"
 
 
@@ -209,6 +211,7 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self._closing = asyncio.Event()
         self._server: TestServer | None = None
+        self._serving = contextlib.AsyncExitStack()
         # method → handler(caller, args); the caller is the token's Bot, or the App for
         # apps.connections.open (app-level token) and oauth.v2.access (client credentials)
         self._methods: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
@@ -235,8 +238,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get(r"/socket/{number:\d+}", self._socket)
-        self._server = TestServer(app, host="127.0.0.1")
-        await self._server.start_server()
+        self._server = await self._serving.enter_async_context(serve(app))
         return self
 
     async def close(self) -> None:
@@ -244,8 +246,7 @@ class FakeSlack:
         for connection in self.socket_connections:
             if not connection.ws.closed:
                 await connection.ws.close(code=WSCloseCode.GOING_AWAY)
-        if self._server is not None:
-            await self._server.close()
+        await self._serving.aclose()
 
     async def __aenter__(self) -> FakeSlack:
         return await self.start()

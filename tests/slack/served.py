@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,7 +19,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.cli.conftest import REPO, ROLECALL, START_TIMEOUT, STOP_TIMEOUT, clean_env, free_port
+from tests.cli.conftest import REPO, ROLECALL, START_TIMEOUT, STOP_TIMEOUT, clean_env
+from tests.serving import free_port
+from tests.waiting import eventually
 
 
 @dataclass
@@ -70,16 +71,19 @@ async def served(
         )
     gateway = Served(f"http://127.0.0.1:{port}", process, err)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
         async with aiohttp.ClientSession() as http:
-            while not await _healthy(http, gateway.url):
+
+            async def healthy() -> bool:
                 if process.returncode is not None:
                     pytest.fail(
                         f"rolecall serve exited with {process.returncode}:\n{gateway.stderr}"
                     )
-                if time.monotonic() > deadline:
-                    pytest.fail(f"rolecall serve did not become healthy:\n{gateway.stderr}")
-                await asyncio.sleep(0.05)
+                return await _healthy(http, gateway.url)
+
+            try:
+                await eventually(healthy, what="rolecall serve healthy", within=START_TIMEOUT)
+            except AssertionError:
+                pytest.fail(f"rolecall serve did not become healthy:\n{gateway.stderr}")
         yield gateway
     finally:
         if process.returncode is None:

@@ -411,7 +411,7 @@ async def test_socket_mode_client_connects_receives_and_acks(fake_slack: FakeSla
     )
     client.socket_mode_request_listeners.append(listener)
     try:
-        await client.connect()
+        await client.connect()  # type: ignore[no-untyped-call]  # slack_sdk leaves it unannotated
         connection = await fake_slack.wait_for_socket()
         assert connection.sent[0]["type"] == "hello"
         [opened] = fake_slack.calls("apps.connections.open")
@@ -430,7 +430,7 @@ async def test_socket_mode_client_connects_receives_and_acks(fake_slack: FakeSla
         newer = await fake_slack.wait_for_socket(newer_than=connection.number)
         assert newer.sent[0]["type"] == "hello" and connection.closed
     finally:
-        await client.close()
+        await client.close()  # type: ignore[no-untyped-call]  # slack_sdk leaves it unannotated
 
 
 async def test_bolt_socket_mode_handler_answers_an_event(fake_slack: FakeSlack) -> None:
@@ -440,7 +440,7 @@ async def test_bolt_socket_mode_handler_answers_an_event(fake_slack: FakeSlack) 
         fake_slack.app.app_token,
         web_client=AsyncWebClient(base_url=fake_slack.api_url),
     )
-    await handler.connect_async()
+    await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt: unannotated
     try:
         event = message_im(
             user=ALICE.id,
@@ -455,4 +455,4 @@ async def test_bolt_socket_mode_handler_answers_an_event(fake_slack: FakeSlack) 
         [reply] = await fake_slack.wait_for("chat.postMessage")
         assert reply.args["text"] == "heard: hi bolt"
     finally:
-        await handler.close_async()
+        await handler.close_async()  # type: ignore[no-untyped-call]  # slack_bolt: unannotated

@@ -7,15 +7,19 @@ delete; rate limits are waited out; a restart between commit and post posts exac
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.settings import make_settings
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, BOB, FakeSlack, retry_headers, url_verification
 from tests.waiting import eventually
+from tests.web.conftest import Widget
 
 
-async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict]:
+async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict[str, Any]]:
     threads = (await gw.api.get(f"/api/v1/threads?participant={person}")).body["threads"]
     if not threads:
         return []
@@ -23,7 +27,33 @@ async def _timeline(gw: SlackGateway, person: str = "person:alice") -> list[dict
     return [e for e in page["events"] if e["kind"] in ("message", "retraction")]
 
 
-async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(tmp_path, fake_slack) -> None:
+MARKER = "marker"
+
+
+async def _marker(gw: SlackGateway, fake_slack: FakeSlack) -> None:
+    """Alice's next message, answered: what she said before it has been committed, and every
+    answer to it posted, since a conversation's answers go out in order."""
+    await gw.post_event(fake_slack.user_message(ALICE, MARKER))
+
+    def answered() -> bool:
+        return any(c.args["text"] == MARKER for c in fake_slack.calls("chat.postMessage", ok=True))
+
+    await eventually(answered, what="the marker's answer posted")
+
+
+def _posts(fake_slack: FakeSlack, **kw: Any) -> list[Any]:
+    """The chat.postMessage calls, the marker's answer left out."""
+    return [c for c in fake_slack.calls("chat.postMessage", **kw) if c.args["text"] != MARKER]
+
+
+async def _said(gw: SlackGateway) -> list[dict[str, Any]]:
+    """The timeline as `_timeline`, the marker and its answer left out."""
+    return [e for e in await _timeline(gw) if e.get("text") != MARKER]
+
+
+async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "hello echo")
         status, _ = await gw.post_event(said)
@@ -35,17 +65,17 @@ async def test_a_dm_is_committed_once_and_answered_once_in_its_thread(tmp_path, 
 
         again, _ = await gw.post_event(said, headers=retry_headers(1))  # Slack's retry
         assert again == 200
-        await asyncio.sleep(0.3)
-        events = await _timeline(gw)
+        await _marker(gw, fake_slack)
+        events = await _said(gw)
         assert [(e["author"], e["text"], e["channel"]) for e in events] == [
             ("person:alice", "hello echo", "slack"),
             ("role:echo", "hello echo", None),
         ]
-        assert len(fake_slack.calls("chat.postMessage")) == 1
+        assert len(_posts(fake_slack)) == 1
 
 
 async def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         status, _ = await gw.post_event(fake_slack.user_message(ALICE, "forged"), secret="wrong")
@@ -56,7 +86,7 @@ async def test_a_bad_or_stale_signature_is_refused_and_nothing_is_stored(
         assert status == 200 and challenge["challenge"] in body
 
 
-async def test_edits_and_deletions_are_recorded(tmp_path, fake_slack) -> None:
+async def test_edits_and_deletions_are_recorded(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "helo")
         await gw.post_event(said)
@@ -73,15 +103,14 @@ async def test_edits_and_deletions_are_recorded(tmp_path, fake_slack) -> None:
         assert edit["context"] == {"kind": "replaces", "originating_message": original["id"]}
 
         await gw.post_event(fake_slack.user_delete(channel, ts))
-        events = await eventually(lambda: _retracted(gw, edit["id"]))
-        assert events
+        assert await eventually(lambda: _retracted(gw, edit["id"]))
 
 
 async def _retracted(gw: SlackGateway, message_id: str) -> bool:
     return any(e["kind"] == "retraction" and e["target"] == message_id for e in await _timeline(gw))
 
 
-async def test_bots_and_our_own_echoes_are_ignored(tmp_path, fake_slack) -> None:
+async def test_bots_and_our_own_echoes_are_ignored(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "one")
         await gw.post_event(said)
@@ -90,11 +119,13 @@ async def test_bots_and_our_own_echoes_are_ignored(tmp_path, fake_slack) -> None
             fake_slack.echo(said["event"]["channel"], post.response["ts"])
         )
         assert status == 200
-        await asyncio.sleep(0.3)
-        assert len(await _timeline(gw)) == 2
+        await _marker(gw, fake_slack)
+        assert len(await _said(gw)) == 2
 
 
-async def test_the_widget_and_slack_are_one_conversation_after_a_link(tmp_path, fake_slack) -> None:
+async def test_the_widget_and_slack_are_one_conversation_after_a_link(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         widget = gw.widget()
         await widget.start()
@@ -116,12 +147,12 @@ async def test_the_widget_and_slack_are_one_conversation_after_a_link(tmp_path, 
         assert page
 
 
-async def _widget_has(widget, text: str) -> bool:  # type: ignore[no-untyped-def]
+async def _widget_has(widget: Widget, text: str) -> bool:
     events = (await widget.history())["events"]
-    return sum(e.get("text") == text for e in events) == 2  # the message and echo's reply
+    return bool(sum(e.get("text") == text for e in events) == 2)  # the message and echo's reply
 
 
-async def test_a_retraction_deletes_the_post(tmp_path, fake_slack) -> None:
+async def test_a_retraction_deletes_the_post(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "to be retracted")
         await gw.post_event(said)
@@ -139,7 +170,7 @@ async def test_a_retraction_deletes_the_post(tmp_path, fake_slack) -> None:
 
 
 async def test_a_rate_limited_post_is_retried_after_retry_after_and_posted_once(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     fake_slack.rate_limit("chat.postMessage", times=1, retry_after=1)
     async with slack_gateway(tmp_path, fake_slack) as gw:
@@ -147,22 +178,26 @@ async def test_a_rate_limited_post_is_retried_after_retry_after_and_posted_once(
         calls = await fake_slack.wait_for("chat.postMessage", 2, within=10)
         assert [c.status for c in calls] == [429, 200]
         assert calls[1].at - calls[0].at >= 1.0  # it waited as told
-        await asyncio.sleep(0.3)
-        assert len(fake_slack.calls("chat.postMessage", ok=True)) == 1
+        await _marker(gw, fake_slack)
+        assert len(_posts(fake_slack, ok=True)) == 1
 
 
-async def test_a_post_that_timed_out_is_not_posted_twice(tmp_path, fake_slack) -> None:
+async def test_a_post_that_timed_out_is_not_posted_twice(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     fake_slack.delay("chat.postMessage", 12, times=1)  # longer than the client waits
     async with slack_gateway(tmp_path, fake_slack) as gw:
         said = fake_slack.user_message(ALICE, "slow slack")
         await gw.post_event(said)
         await fake_slack.wait_for("conversations.replies", within=20)
-        await asyncio.sleep(0.5)
+        await _marker(gw, fake_slack)
         posted = [m for m in fake_slack.messages(said["event"]["channel"]) if m.get("bot_id")]
-        assert [m["text"] for m in posted] == ["slow slack"]
+        assert [m["text"] for m in posted if m["text"] != MARKER] == ["slow slack"]
 
 
-async def test_a_restart_between_commit_and_post_posts_exactly_once(tmp_path, fake_slack) -> None:
+async def test_a_restart_between_commit_and_post_posts_exactly_once(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     fake_slack.fail("chat.postMessage", "internal_error", times=None)  # Slack is down
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "survive this"))
@@ -171,18 +206,17 @@ async def test_a_restart_between_commit_and_post_posts_exactly_once(tmp_path, fa
         assert events
     assert fake_slack.calls("chat.postMessage", ok=True) == []
     fake_slack.clear_faults()
-    async with slack_gateway(tmp_path, fake_slack):  # the same database, started again
+    async with slack_gateway(tmp_path, fake_slack) as gw:  # the same database, started again
         await fake_slack.wait_for("chat.postMessage", ok=True)
-        await asyncio.sleep(0.5)
-        ok = fake_slack.calls("chat.postMessage", ok=True)
-        assert [c.args["text"] for c in ok] == ["survive this"]
+        await _marker(gw, fake_slack)
+        assert [c.args["text"] for c in _posts(fake_slack, ok=True)] == ["survive this"]
 
 
 async def _has_reply(gw: SlackGateway) -> bool:
     return any(e["author"] == "role:echo" for e in await _timeline(gw))
 
 
-async def test_help_and_new_are_commands(tmp_path, fake_slack) -> None:
+async def test_help_and_new_are_commands(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "hello"))
         await fake_slack.wait_for("chat.postMessage")
@@ -196,7 +230,7 @@ async def test_help_and_new_are_commands(tmp_path, fake_slack) -> None:
         assert "help" not in texts and "new" not in texts
 
 
-async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeSlack) -> None:
+async def test_socket_mode_receives_and_acknowledges(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack, mode="socket") as gw:
         await fake_slack.wait_for_socket()
         envelope = await fake_slack.socket_send_event(fake_slack.user_message(ALICE, "by socket"))
@@ -207,7 +241,7 @@ async def test_socket_mode_receives_and_acknowledges(tmp_path, fake_slack: FakeS
 
 
 async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         group = fake_slack.mpim_channel(ALICE, BOB)
@@ -220,7 +254,9 @@ async def test_a_group_dm_is_the_thread_of_all_its_people_and_the_role(
         assert members == {"person:alice", "person:bob", "role:echo"}
 
 
-async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fake_slack) -> None:
+async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack, delay_ms=1_500) as gw:
         said = fake_slack.user_message(ALICE, "are you there?")
         await gw.post_event(said)
@@ -231,7 +267,7 @@ async def test_the_dm_shows_the_role_working_while_a_long_turn_runs(tmp_path, fa
         assert calls[0].at < post.at
 
 
-async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack) -> None:
+async def test_a_quick_turn_shows_no_status(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await gw.post_event(fake_slack.user_message(ALICE, "quick"))
         await fake_slack.wait_for("chat.postMessage")
@@ -240,15 +276,14 @@ async def test_a_quick_turn_shows_no_status(tmp_path, fake_slack) -> None:
 
 
 def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(
-    tmp_path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.model.roles import ManifestError, Role
     from gateway.app import build_app
-    from gateway.settings import Settings
     from tests.api.conftest import TOKEN
     from tests.slack.dm_gateway import BOT, SIGNING, echo_role
 
-    settings = Settings(var_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db")
+    settings = make_settings(tmp_path)
     monkeypatch.setenv(SIGNING, "s" * 32)
     monkeypatch.delenv(BOT, raising=False)
     with pytest.raises(ManifestError, match=f"slack.bot_token: the setting {BOT} is not set"):
@@ -272,7 +307,7 @@ def test_a_slack_apps_settings_come_from_the_environment_by_the_names_given(
 
 
 async def test_a_reply_written_word_by_word_streams_and_is_one_message(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack, stream=True) as gw:
         said = fake_slack.user_message(ALICE, "one two three")
@@ -288,8 +323,6 @@ async def test_a_reply_written_word_by_word_streams_and_is_one_message(
         ]
         ts = start.response["ts"]
         assert stop.args["ts"] == ts and not fake_slack.is_streaming(said["event"]["channel"], ts)
-        await asyncio.sleep(0.3)
-        assert fake_slack.calls("chat.postMessage") == []  # exactly one message: the stream
         message = fake_slack.message(said["event"]["channel"], ts)
         assert message is not None and message["text"] == "one two three"
         # the streamed message stands for the reply: retracting the reply deletes it
@@ -301,3 +334,5 @@ async def test_a_reply_written_word_by_word_streams_and_is_one_message(
         assert gone.status == 201
         [deleted] = await fake_slack.wait_for("chat.delete")
         assert deleted.args["ts"] == ts
+        # the reply's retraction went out after it: exactly one message was ever the reply's
+        assert fake_slack.calls("chat.postMessage") == []

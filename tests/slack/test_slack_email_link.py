@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,7 +74,7 @@ async def _slack_makes_a_new_person(gw: SlackGateway, fake: FakeSlack) -> None:
 
 
 async def test_a_confirmed_email_of_an_allowed_workspace_continues_the_person_s_conversation(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack, email_link_teams=[TEAM_ID]) as gw:
         await _person(gw, "ann", "Alice@Example.COM")  # compared case-insensitively
@@ -99,26 +100,32 @@ async def test_a_confirmed_email_of_an_allowed_workspace_continues_the_person_s_
         assert next(e["text"] for e in messages if e["author"] == "role:echo") == "from the api"
 
 
-async def test_an_unconfirmed_email_makes_a_new_person(tmp_path, fake_slack) -> None:
+async def test_an_unconfirmed_email_makes_a_new_person(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     fake_slack.add_user(replace(ALICE, email_confirmed=False))
     async with slack_gateway(tmp_path, fake_slack, email_link_teams=[TEAM_ID]) as gw:
         await _person(gw, "ann", "alice@example.com")
         await _slack_makes_a_new_person(gw, fake_slack)
 
 
-async def test_a_workspace_not_allowed_makes_a_new_person(tmp_path, fake_slack) -> None:
+async def test_a_workspace_not_allowed_makes_a_new_person(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack, email_link_teams=["T0ELSEWHERE"]) as gw:
         await _person(gw, "ann", "alice@example.com")
         await _slack_makes_a_new_person(gw, fake_slack)
 
 
-async def test_no_workspace_is_allowed_by_default(tmp_path, fake_slack) -> None:
+async def test_no_workspace_is_allowed_by_default(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         await _person(gw, "ann", "alice@example.com")
         await _slack_makes_a_new_person(gw, fake_slack)
 
 
-async def test_an_email_two_people_have_makes_a_new_person(tmp_path, fake_slack) -> None:
+async def test_an_email_two_people_have_makes_a_new_person(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack, email_link_teams=[TEAM_ID]) as gw:
         await _person(gw, "ann", "alice@example.com")
         await _person(gw, "anna", "ALICE@example.com")
@@ -130,7 +137,7 @@ async def test_an_email_two_people_have_makes_a_new_person(tmp_path, fake_slack)
         assert await _identities(gw, "ann") == await _identities(gw, "anna") == []
 
 
-async def test_a_deactivated_person_is_not_joined(tmp_path, fake_slack) -> None:
+async def test_a_deactivated_person_is_not_joined(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack, email_link_teams=[TEAM_ID]) as gw:
         await _person(gw, "ann", "alice@example.com")
         off = await gw.api.call("PATCH", "/api/v1/persons/ann", json={"active": False})
@@ -156,7 +163,7 @@ def test_the_setting_is_team_ids_separated_by_commas(monkeypatch: pytest.MonkeyP
 
 
 async def test_without_the_email_scope_nobody_is_linked_and_the_log_says_why(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)

@@ -11,7 +11,6 @@ defines them, and `Clients` (a workspace's client, its token rotated, a refused 
 
 from __future__ import annotations
 
-import asyncio
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -22,7 +21,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
 from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
@@ -39,9 +37,10 @@ from core.model.roles.manifests import load_role
 from core.storage import schema
 from gateway.app import build_app
 from tests.api.conftest import TOKEN
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
 from tests.slack.dm_gateway import SIGNING, SlackGateway, slack_settings
 from tests.slack.fake_slack import Bot, FakeSlack, User, event_callback
+from tests.waiting import eventually
 
 OAUTH_WARNING = pytest.mark.filterwarnings("ignore:BasicAuth is deprecated:DeprecationWarning")
 """slack_sdk 3.48's oauth.v2.access sends the client credentials with aiohttp's BasicAuth."""
@@ -70,11 +69,17 @@ SAM = User(id="U0SAM00001", name="sam", real_name="Sam South", team_id=SOUTH.tea
 
 
 def oauth_role() -> Role:
-    return Role(
-        name="echo",
-        display_name="Echo",
-        runtime={"kind": "builtin", "agent": "echo"},
-        slack={"signing_secret": SIGNING, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET},
+    return Role.model_validate(
+        {
+            "name": "echo",
+            "display_name": "Echo",
+            "runtime": {"kind": "builtin", "agent": "echo"},
+            "slack": {
+                "signing_secret": SIGNING,
+                "client_id": CLIENT_ID,
+                "client_secret": CLIENT_SECRET,
+            },
+        }
     )
 
 
@@ -126,13 +131,8 @@ async def oauth_gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[SlackG
         roles={"echo": oauth_role()},
         secrets=secrets,
     )
-    server = TestServer(app, host="127.0.0.1", port=port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield SlackGateway(server, http, fake)
-    finally:
-        await server.close()
+    async with serve(app, port=port) as server, aiohttp.ClientSession() as http:
+        yield SlackGateway(server, http, fake)
 
 
 async def rows(tmp_path: Path, table: Table) -> list[dict[str, Any]]:
@@ -264,10 +264,26 @@ async def test_a_workspace_without_the_app_is_not_answered(
         assert await rows(tmp_path, schema.slack_installations) == []
         status, _ = await gw.post_event(fake_slack.user_message(NORA, "still there?", bot=NORTH))
         assert status == 200
-        await asyncio.sleep(0.3)
-        assert fake_slack.calls("chat.postMessage") == []
-        threads = (await gw.api.get("/api/v1/threads?participant=role:echo")).body
-        assert threads["threads"] == []  # nothing from either was recorded
+
+        # a later message, in a workspace that installs the app now, is answered
+        fake_slack.add_oauth_code("south-code", SOUTH, installer=SAM.id)
+        await Installer(gw).install("south-code")
+        status, _ = await gw.post_event(fake_slack.user_message(SAM, "marker", bot=SOUTH))
+        assert status == 200
+
+        def posted() -> list[str]:
+            return [c.args["text"] for c in fake_slack.calls("chat.postMessage")]
+
+        await eventually(lambda: "marker" in posted(), what="the later message answered")
+        assert [text for text in posted() if text != "marker"] == []
+        threads = (await gw.api.get("/api/v1/threads?participant=role:echo")).body["threads"]
+        said = [
+            e.get("text")
+            for thread in threads
+            for e in (await gw.api.timeline(thread["id"]))["events"]
+            if e["kind"] == "message"
+        ]
+        assert set(said) == {"marker"}  # nothing from either before was recorded
 
 
 async def test_install_routes_are_only_for_apps_installed_over_oauth(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ async def test_replies_written_while_slack_is_down_drain_in_order_once_it_is_bac
         for user in (ALICE, BOB):  # known before the outage (users.info is not retried)
             said[user.id].append(f"{user.name} before")
             await _say(gw, fake_slack, user, said[user.id][-1])
-            await eventually(lambda u=user: _replied(fake_slack, dms[u.id], said[u.id][-1]))
+            await eventually(partial(_replied, fake_slack, dms[user.id], said[user.id][-1]))
 
         before = len(fake_slack.recorded)
         fake_slack.outage(("taken", "error", "drop"), hang=0.3)
@@ -72,7 +73,9 @@ async def test_replies_written_while_slack_is_down_drain_in_order_once_it_is_bac
         fake_slack.end_outage()
 
         for user in (ALICE, BOB):
-            await eventually(lambda u=user: _replied(fake_slack, dms[u.id], said[u.id][-1]), 60)
+            await eventually(
+                partial(_replied, fake_slack, dms[user.id], said[user.id][-1]), within=60
+            )
 
     for user in (ALICE, BOB):
         ours = _ours(fake_slack, dms[user.id])

@@ -5,17 +5,18 @@ top level; nothing posted twice when a restart finds a reply posted but the curs
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import sqlite3
+from pathlib import Path
 
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import ALICE, FakeSlack
+from tests.waiting import eventually
 
 
-async def _say(gw: SlackGateway, fake: FakeSlack, text: str, **kwargs: str) -> str:
+async def _say(gw: SlackGateway, fake: FakeSlack, text: str, thread_ts: str | None = None) -> str:
     """Alice writes in her DM; the ts of her message (once the reply to it is posted)."""
-    said = fake.user_message(ALICE, text, **kwargs)
+    said = fake.user_message(ALICE, text, thread_ts=thread_ts)
     before = len(fake.calls("chat.postMessage", ok=True))
     status, _ = await gw.post_event(said)
     assert status == 200
@@ -23,11 +24,26 @@ async def _say(gw: SlackGateway, fake: FakeSlack, text: str, **kwargs: str) -> s
     return str(said["event"]["ts"])
 
 
+async def _last_position(gw: SlackGateway) -> int:
+    [thread] = (await gw.api.get("/api/v1/threads?participant=person:alice")).body["threads"]
+    position: int = (await gw.api.timeline(thread["id"]))["events"][-1]["position"]
+    return position
+
+
+def _cursor(tmp_path: Path) -> int:
+    """How far the Slack delivery has posted, as its database says."""
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        [position] = db.execute("SELECT coalesce(max(position), 0) FROM slack_cursors").fetchone()
+    return int(position)
+
+
 def _replies(fake: FakeSlack) -> list[tuple[str, str | None]]:
     return [(c.args["text"], c.args.get("thread_ts")) for c in fake.calls("chat.postMessage")]
 
 
-async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, fake_slack) -> None:
+async def test_each_reply_is_in_the_thread_of_the_message_it_answers(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         first = await _say(gw, fake_slack, "first")
         await _say(gw, fake_slack, "in its thread", thread_ts=first)
@@ -42,7 +58,7 @@ async def test_each_reply_is_in_the_thread_of_the_message_it_answers(tmp_path, f
 
 
 async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         widget = gw.widget()
@@ -63,23 +79,26 @@ async def test_a_reply_to_a_message_from_the_widget_is_at_the_top_level(
 
 
 async def test_a_restart_with_the_cursor_behind_a_posted_reply_posts_it_once(
-    tmp_path, fake_slack
+    tmp_path: Path, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack) as gw:
         first = await _say(gw, fake_slack, "posted before the restart")
-        await asyncio.sleep(0.3)  # its ts recorded, the cursor moved past it
+        reply = await _last_position(gw)
+        await eventually(  # its ts recorded, the cursor moved past it
+            lambda: _cursor(tmp_path) >= reply, what="the cursor past the reply"
+        )
     with sqlite3.connect(tmp_path / "t.db") as db:  # as if it stopped before the cursor moved
         db.execute("UPDATE slack_cursors SET position = 0")
     async with slack_gateway(tmp_path, fake_slack) as gw:
+        # posted in order: a second post of the reply before would have come before this one
         after = await _say(gw, fake_slack, "after the restart")
-        await asyncio.sleep(0.3)
         assert _replies(fake_slack) == [
             ("posted before the restart", first),
             ("after the restart", after),
         ]
 
 
-async def test_posts_to_one_dm_are_paced(tmp_path, fake_slack) -> None:
+async def test_posts_to_one_dm_are_paced(tmp_path: Path, fake_slack: FakeSlack) -> None:
     async with slack_gateway(tmp_path, fake_slack, pace=0.4) as gw:
         for text in ("one", "two", "three"):
             status, _ = await gw.post_event(fake_slack.user_message(ALICE, text))

@@ -4,6 +4,7 @@ what the end of a turn leaves in the conversation, what a turn is told."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from core.model.membership import ParticipantState
 from core.model.participants import Address
@@ -24,7 +25,7 @@ ANN = Address("person:ann")
 AT = datetime(2026, 11, 30, tzinfo=UTC)
 
 
-def _common(seq: int) -> dict:
+def _common(seq: int) -> dict[str, Any]:
     return {"id": EventId(f"e{seq}"), "thread_id": ThreadId("t"), "seq": seq, "position": seq,
             "at": AT}  # fmt: skip
 

@@ -44,7 +44,9 @@ ACTIVE = Standing(status=EndpointStatus.ACTIVE)
 
 @pytest.mark.parametrize("current", list(EndpointStatus))
 @pytest.mark.parametrize("wanted", list(EndpointStatus))
-def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted) -> None:
+def test_every_move_is_allowed_exactly_when_the_table_says_so(
+    current: EndpointStatus, wanted: EndpointStatus
+) -> None:
     if wanted in MOVES[current]:
         check_move(current, wanted)
     else:
@@ -56,7 +58,7 @@ def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted) -
     "url",
     ["https://hooks.example.com/in", "http://example.com:8080/a?b=c", "http://[2001:db8::1]/x"],
 )
-def test_http_urls_with_a_host_are_taken(url) -> None:
+def test_http_urls_with_a_host_are_taken(url: str) -> None:
     assert parse_url(f"  {url} ") == url
 
 
@@ -73,7 +75,7 @@ def test_http_urls_with_a_host_are_taken(url) -> None:
         (42, "http"),
     ],
 )
-def test_other_urls_are_refused_saying_why(url, says) -> None:
+def test_other_urls_are_refused_saying_why(url: object, says: str) -> None:
     with pytest.raises(InvalidInput, match=says) as caught:
         parse_url(url)
     assert caught.value.code == "invalid_url"
@@ -144,7 +146,7 @@ def test_a_secret_is_in_standard_webhooks_format_and_signs() -> None:
         ("2606:4700::1111", None),
     ],
 )
-def test_only_global_addresses_are_reachable(address, why) -> None:
+def test_only_global_addresses_are_reachable(address: str, why: str | None) -> None:
     assert refusal(address) == why
 
 
@@ -176,7 +178,9 @@ def test_filters_match_kinds_threads_and_roles_all_together() -> None:
     assert tasks_of_ops.wants_task_event(watched)
     unassigned = task_scope("ops", {"assignee": {"from": "ops", "to": None}}, frozenset())
     assert tasks_of_ops.wants_task_event(unassigned)
-    handed_over = task_scope("concierge", {"assignee": {"from": "ops", "to": "concierge"}}, set())
+    handed_over = task_scope(
+        "concierge", {"assignee": {"from": "ops", "to": "concierge"}}, frozenset()
+    )
     assert tasks_of_ops.wants_task_event(handed_over)
     created_for = task_scope("concierge", {"assignee": "ops"}, frozenset())
     assert tasks_of_ops.wants_task_event(created_for)

@@ -79,7 +79,7 @@ def test_a_user_id_may_hold_colons_and_symbols() -> None:
         None,
     ],
 )
-def test_bad_identities_are_refused_with_a_clear_error(raw) -> None:
+def test_bad_identities_are_refused_with_a_clear_error(raw: object) -> None:
     with pytest.raises(InvalidInput) as caught:
         parse_identity(raw)
     assert caught.value.code == "invalid_identity"
@@ -105,7 +105,7 @@ def test_the_longest_user_id_is_accepted() -> None:
         ("x" * 100, "x" * 48),
     ],
 )
-def test_a_slug_is_derived_from_a_display_name(name, slug) -> None:
+def test_a_slug_is_derived_from_a_display_name(name: str, slug: str) -> None:
     derived = derive_slug(name)
     assert derived == slug
     assert parse_address(f"person:{derived}") == f"person:{derived}"
@@ -194,7 +194,7 @@ def test_reading_a_code_forgives_case_spaces_hyphens_and_look_alikes() -> None:
 
 
 @pytest.mark.parametrize("raw", ["", "K7QM3XP", "K7QM3XPAB", "K7QM-3XP!", "K7QM3XPU", None, 12])
-def test_malformed_codes_are_invalid_input(raw) -> None:
+def test_malformed_codes_are_invalid_input(raw: object) -> None:
     with pytest.raises(InvalidInput) as caught:
         normalize_link_code(raw)
     assert caught.value.code == "invalid_link_code"

@@ -40,6 +40,7 @@ def test_a_minimal_manifest_gets_the_defaults(tmp_path: Path) -> None:
         runtime=BuiltinRuntime(kind="builtin", agent="echo"),
     )
     assert (role.concurrent_threads, role.max_concurrent_turns) == (True, 8)
+    assert isinstance(role.runtime, BuiltinRuntime)
     assert (role.idle_sleep_after, role.turn_timeout, role.runtime.delay_ms) == (300, 120, 0)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 
 import pytest
 
 from core.model.errors import NotAllowed
 from core.model.membership import ParticipantState
-from core.model.participants import parse_address
+from core.model.participants import Address, parse_address
 from core.model.runs.run import Run, RunId, RunKind, RunStatus, Session, SessionId
 from core.model.runs.tokens import check_may_act
 from core.model.timeline import ThreadId
@@ -24,7 +25,9 @@ RUN = Run(
 )  # fmt: skip
 
 
-def _refused(states, deactivated=()) -> str:
+def _refused(
+    states: Mapping[Address, ParticipantState], deactivated: Collection[Address] = ()
+) -> str:
     with pytest.raises(NotAllowed) as caught:
         check_may_act(RUN, states, role_configured=True, deactivated=deactivated)
     return caught.value.code

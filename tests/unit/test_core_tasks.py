@@ -30,7 +30,9 @@ def _task(status: TaskStatus = TaskStatus.OPEN, assignee: str | None = "echo") -
 
 @pytest.mark.parametrize("current", list(TaskStatus))
 @pytest.mark.parametrize("wanted", list(TaskStatus))
-def test_every_move_is_allowed_exactly_when_the_table_says_so(current, wanted) -> None:
+def test_every_move_is_allowed_exactly_when_the_table_says_so(
+    current: TaskStatus, wanted: TaskStatus
+) -> None:
     if wanted in MOVES[current]:
         check_move(current, wanted)
     else:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from core.model.errors import InvalidInput, TooLarge
+from core.model.errors import InvalidInput, RolecallError, TooLarge
 from core.model.tasks import (
     MAX_TITLE,
     ExternalRef,
@@ -25,6 +25,7 @@ from core.model.webhooks import (
     ItemUpdate,
     NewItem,
     Source,
+    SourceKind,
     map_delivery,
     map_generic,
     map_github,
@@ -32,8 +33,10 @@ from core.model.webhooks import (
     status_path,
 )
 
-GH = Source(name="gh", kind="github", secret="GH_SECRET", assignees={"rolecall-bot": "ops"})
-TRACKER = Source(name="tracker", kind="standard", secret="TRACKER_SECRET")
+GH = Source(
+    name="gh", kind=SourceKind.GITHUB, secret="GH_SECRET", assignees={"rolecall-bot": "ops"}
+)
+TRACKER = Source(name="tracker", kind=SourceKind.STANDARD, secret="TRACKER_SECRET")
 AT = datetime(2026, 11, 30, tzinfo=UTC)
 
 
@@ -71,7 +74,7 @@ def test_an_opened_issue_is_the_item_github_owner_repo_number_whichever_source_g
 @pytest.mark.parametrize(
     ("reason", "status"), [("completed", TaskStatus.DONE), ("not_planned", TaskStatus.CANCELLED)]
 )
-def test_closed_is_done_or_cancelled_when_not_planned(reason, status) -> None:
+def test_closed_is_done_or_cancelled_when_not_planned(reason: str, status: TaskStatus) -> None:
     event = issue_event("closed", state="closed", state_reason=reason)
     update = map_github(GH, "issues", event)
     assert isinstance(update, ItemUpdate) and update.change == TaskChange(status=status)
@@ -102,13 +105,13 @@ def test_a_comment_quotes_its_author_and_creates_an_unknown_issue_first() -> Non
 
 
 @pytest.mark.parametrize("action", ["edited", "deleted"])
-def test_comment_edits_and_deletions_are_ignored(action) -> None:
+def test_comment_edits_and_deletions_are_ignored(action: str) -> None:
     ignored = map_github(GH, "issue_comment", issue_event(action))
     assert isinstance(ignored, Ignored) and action in ignored.reason
 
 
 @pytest.mark.parametrize("event", ["ping", "push", "pull_request"])
-def test_other_events_are_ignored(event) -> None:
+def test_other_events_are_ignored(event: str) -> None:
     assert isinstance(map_github(GH, event, {"zen": "Keep it simple."}), Ignored)
 
 
@@ -153,7 +156,7 @@ def test_a_long_github_title_is_cut_not_refused() -> None:
         ([1, 2], "the payload: must be a JSON object"),
     ],
 )
-def test_a_github_payload_that_does_not_map_says_why(event, reason) -> None:
+def test_a_github_payload_that_does_not_map_says_why(event: object, reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason) as refused:
         map_github(GH, "issues", event)
     assert refused.value.code == "unmappable_payload"
@@ -198,7 +201,9 @@ def test_the_generic_shape_without_a_title_only_updates_a_known_item() -> None:
         ("INC-42", InvalidInput, "unmappable_payload"),
     ],
 )
-def test_a_generic_payload_that_does_not_map_says_why(payload, error, code) -> None:
+def test_a_generic_payload_that_does_not_map_says_why(
+    payload: object, error: type[RolecallError], code: str
+) -> None:
     with pytest.raises(error) as refused:
         map_delivery(TRACKER, None, payload)
     assert refused.value.code == code
@@ -217,7 +222,7 @@ def test_a_generic_payload_that_does_not_map_says_why(payload, error, code) -> N
     ],
 )
 def test_a_reported_status_is_reached_through_open_when_there_is_no_direct_move(
-    current, wanted, path
+    current: TaskStatus, wanted: TaskStatus, path: tuple[TaskStatus, ...]
 ) -> None:
     assert status_path(current, wanted) == path
 
@@ -237,13 +242,13 @@ def test_what_the_task_already_says_is_no_change() -> None:
 
 def test_a_source_names_its_secret_setting_and_only_github_has_assignees() -> None:
     with pytest.raises(ValidationError, match="NAME of the setting"):
-        Source(name="gh", kind="github", secret="s3cr3t-value")
+        Source(name="gh", kind=SourceKind.GITHUB, secret="s3cr3t-value")
     with pytest.raises(ValidationError, match="only a github source"):
-        Source(name="t", kind="standard", secret="T", assignees={"a": "ops"})
+        Source(name="t", kind=SourceKind.STANDARD, secret="T", assignees={"a": "ops"})
     with pytest.raises(ValidationError):
-        Source(name="Bad Name", kind="standard", secret="T")
+        Source(name="Bad Name", kind=SourceKind.STANDARD, secret="T")
     with pytest.raises(ValidationError):
-        Source(name="t", kind="gitlab", secret="T")
+        Source.model_validate({"name": "t", "kind": "gitlab", "secret": "T"})
     assert GH.namespace == "github" and TRACKER.namespace == "tracker"
 
 
@@ -251,13 +256,15 @@ def test_a_source_names_its_secret_setting_and_only_github_has_assignees() -> No
     ("raw", "source", "key"),
     [("github:acme/app#123", "github", "acme/app#123"), ("tracker:a:b", "tracker", "a:b")],
 )
-def test_an_external_key_is_the_source_up_to_the_first_colon(raw, source, key) -> None:
+def test_an_external_key_is_the_source_up_to_the_first_colon(
+    raw: str, source: str, key: str
+) -> None:
     assert parse_external_key(raw) == ExternalRef(source=source, key=key)
     assert parse_external_key(raw).text == raw
 
 
 @pytest.mark.parametrize("raw", ["acme/app#123", ":k", "github:", "git hub:k", "github: ", 7])
-def test_a_malformed_external_key_is_refused(raw) -> None:
+def test_a_malformed_external_key_is_refused(raw: object) -> None:
     with pytest.raises(InvalidInput) as refused:
         parse_external_key(raw)
     assert refused.value.code == "invalid_external_key"

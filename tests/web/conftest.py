@@ -19,11 +19,13 @@ import aiohttp
 import jwt
 import pytest
 from aiohttp.test_utils import TestServer
+from multidict import CIMultiDictProxy
 
 from gateway.app import build_app
-from gateway.settings import Settings
+from gateway.settings import Settings, SiteSettings
 from tests.api.conftest import ECHO, SLOW, TOKEN, Api
-from tests.cli.conftest import free_port
+from tests.serving import free_port, serve
+from tests.settings import make_settings
 
 SHOP_SECRET = "shop-secret-0123456789-0123456789-abcdef"
 OTHER_SECRET = "other-secret-0123456789-0123456789-abcdef"
@@ -58,7 +60,8 @@ class Stream:
 
     async def next(self, wait: float = 10) -> Sse:
         async with asyncio.timeout(wait):
-            event, data, id_ = "message", [], None
+            event, id_ = "message", None
+            data: list[str] = []
             while True:
                 raw = await self.response.content.readline()
                 if not raw:
@@ -104,7 +107,9 @@ class Widget:
             headers["Authorization"] = f"Bearer {self.session['session_token']}"
         return headers
 
-    async def call(self, method: str, path: str, body: Any = None, **kw: Any):
+    async def call(
+        self, method: str, path: str, body: Any = None, **kw: Any
+    ) -> tuple[int, Any, CIMultiDictProxy[str]]:
         url = self.server.make_url("/widget/v1" + path)
         async with self.http.request(
             method, url, json=body, headers=self.headers(kw.pop("headers", None)), **kw
@@ -116,8 +121,9 @@ class Widget:
         self.session = {}
         status, answer, _ = await self.call("POST", "/sessions", {"role": role, **body})
         assert status == 200, answer
-        self.session = answer
-        return answer
+        session: dict[str, Any] = answer
+        self.session = session
+        return session
 
     async def say(self, text: str) -> dict[str, Any]:
         status, answer, _ = await self.call("POST", "/messages", {"text": text})
@@ -131,7 +137,7 @@ class Widget:
         page: dict[str, Any] = answer
         return page
 
-    async def stream(self, *, after: int | None = None, last_event_id: str | None = None):
+    async def stream(self, *, after: int | None = None, last_event_id: str | None = None) -> Stream:
         query = f"?token={self.session['session_token']}"
         if after is not None:
             query += f"&after={after}"
@@ -156,11 +162,12 @@ class Web:
 
 
 def web_settings(tmp_path: Path, port: int, **overrides: Any) -> Settings:
-    return Settings(
-        var_dir=tmp_path,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
+    return make_settings(
+        tmp_path,
         port=port,
-        sites={"shop": {"secret": SHOP_SECRET, "origins": [SHOP_ORIGIN]}},
+        sites={
+            "shop": SiteSettings.model_validate({"secret": SHOP_SECRET, "origins": [SHOP_ORIGIN]})
+        },
         **overrides,
     )
 
@@ -170,10 +177,5 @@ async def web(tmp_path: Path) -> AsyncIterator[Web]:
     port = free_port()
     settings = web_settings(tmp_path, port)
     app = build_app(settings, api_token=TOKEN, roles={"echo": ECHO, "slow": SLOW})
-    server = TestServer(app, host="127.0.0.1", port=port)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield Web(server, http, Api(server, http))
-    finally:
-        await server.close()
+    async with serve(app, port=port) as server, aiohttp.ClientSession() as http:
+        yield Web(server, http, Api(server, http))

@@ -6,19 +6,28 @@ posting is limited per identity."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import aiohttp
-from aiohttp.test_utils import TestServer
 
 from gateway.app import build_app
 from tests.api.conftest import ECHO, TOKEN, Api
-from tests.web.conftest import Widget, web_settings
+from tests.serving import free_port, serve
+from tests.web.conftest import Sse, Web, Widget, web_settings
 
 
-def _texts(events):
+def _texts(events: list[dict[str, Any]]) -> list[str]:
     return [e["text"] for e in events if e["kind"] == "message"]
 
 
-async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web) -> None:
+def _seq(event: Sse) -> int:
+    """The seq a timeline event of the stream carries as its id."""
+    assert event.id is not None, event
+    return int(event.id)
+
+
+async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web: Web) -> None:
     widget = web.widget()
     started = await widget.start()
     stream = await widget.stream(after=started["last_seq"])
@@ -51,7 +60,7 @@ async def test_a_message_goes_up_and_the_reply_comes_down_the_stream(web) -> Non
         stream.response.close()
 
 
-async def test_history_pages_back_oldest_first_within_a_page(web) -> None:
+async def test_history_pages_back_oldest_first_within_a_page(web: Web) -> None:
     widget = web.widget()
     await widget.start(role="slow")  # no replies: exactly what is said
     for n in range(5):
@@ -64,7 +73,7 @@ async def test_history_pages_back_oldest_first_within_a_page(web) -> None:
     assert _texts(oldest["events"]) == ["m0"] and not oldest["more"] and not oldest["earlier"]
 
 
-async def test_start_fresh_archives_what_came_before_behind_earlier(web) -> None:
+async def test_start_fresh_archives_what_came_before_behind_earlier(web: Web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     await widget.say("before fresh")
@@ -85,7 +94,7 @@ async def test_start_fresh_archives_what_came_before_behind_earlier(web) -> None
     assert "before fresh" in _texts(archived["events"])
 
 
-async def test_retractions_and_other_channels_arrive_live(web) -> None:
+async def test_retractions_and_other_channels_arrive_live(web: Web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     person = f"person:{started['person']['slug']}"
@@ -113,7 +122,7 @@ async def test_retractions_and_other_channels_arrive_live(web) -> None:
     assert shown["retracted"] is True
 
 
-async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(web) -> None:
+async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(web: Web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     stream = await widget.stream(after=started["last_seq"])
@@ -127,37 +136,27 @@ async def test_a_reconnect_with_last_event_id_replays_exactly_what_was_missed(we
         await widget.say("four")
         got = await again.timeline(3)
         assert [e.data["text"] for e in got] == ["two", "three", "four"]
-        seqs = [int(e.id) for e in got]
-        assert seqs == sorted(set(seqs)) and seqs[0] > int(first.id)
+        seqs = [_seq(e) for e in got]
+        assert seqs == sorted(set(seqs)) and seqs[0] > _seq(first)
     finally:
         again.response.close()
 
 
-async def test_the_stream_resumes_across_a_gateway_restart(tmp_path) -> None:
-    from tests.cli.conftest import free_port
-
+async def test_the_stream_resumes_across_a_gateway_restart(tmp_path: Path) -> None:
     port = free_port()
     settings = web_settings(tmp_path, port)
     roles = {"echo": ECHO}
     async with aiohttp.ClientSession() as http:
-        server_host = "127.0.0.1"
-        server = TestServer(
-            build_app(settings, api_token=TOKEN, roles=roles), host=server_host, port=port
-        )
-        await server.start_server()
-        widget = Widget(server, http, None)
-        started = await widget.start()
-        stream = await widget.stream(after=started["last_seq"])
-        await widget.say("before the restart")
-        got = await stream.timeline(2)  # the message and echo's reply
-        await server.close()  # the gateway stops: the stream ends
+        async with serve(build_app(settings, api_token=TOKEN, roles=roles), port=port) as server:
+            widget = Widget(server, http, None)
+            started = await widget.start()
+            stream = await widget.stream(after=started["last_seq"])
+            await widget.say("before the restart")
+            got = await stream.timeline(2)  # the message and echo's reply
+        # the gateway stopped: the stream ended
         stream.response.close()
 
-        again = TestServer(
-            build_app(settings, api_token=TOKEN, roles=roles), host=server_host, port=port
-        )
-        await again.start_server()
-        try:
+        async with serve(build_app(settings, api_token=TOKEN, roles=roles), port=port) as again:
             widget.server = again
             await Api(again, http).say(
                 started["conversation"], f"person:{started['person']['slug']}", "while away"
@@ -166,14 +165,12 @@ async def test_the_stream_resumes_across_a_gateway_restart(tmp_path) -> None:
             rest = await resumed.timeline(2)  # the message said while away, and its reply
             texts = [e.data["text"] for e in got + rest]
             assert texts == ["before the restart"] * 2 + ["while away"] * 2
-            seqs = [int(e.id) for e in got + rest]
+            seqs = [_seq(e) for e in got + rest]
             assert seqs == list(range(seqs[0], seqs[0] + 4))  # no gap, no duplicate
             resumed.response.close()
-        finally:
-            await again.close()
 
 
-async def test_posting_is_limited_per_identity_and_by_size(web) -> None:
+async def test_posting_is_limited_per_identity_and_by_size(web: Web) -> None:
     widget = web.widget()
     await widget.start(role="slow")
     statuses = []
@@ -191,7 +188,7 @@ async def test_posting_is_limited_per_identity_and_by_size(web) -> None:
     assert (await other.call("POST", "/messages", {"text": "fine"}))[0] == 201
 
 
-async def test_a_session_token_is_needed_and_checked(web) -> None:
+async def test_a_session_token_is_needed_and_checked(web: Web) -> None:
     widget = web.widget()
     status, answer, _ = await widget.call("GET", "/history")
     assert status == 401 and answer["error"]["code"] == "invalid_session"
@@ -200,7 +197,7 @@ async def test_a_session_token_is_needed_and_checked(web) -> None:
     assert status == 401 and answer["error"]["code"] == "invalid_session"
 
 
-async def test_a_deactivated_person_can_no_longer_post(web) -> None:
+async def test_a_deactivated_person_can_no_longer_post(web: Web) -> None:
     widget = web.widget()
     started = await widget.start(role="slow")
     slug = started["person"]["slug"]

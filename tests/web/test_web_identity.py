@@ -5,12 +5,14 @@ identities into one person whose conversation is the same from both."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from tests.web.conftest import OTHER_SECRET, SHOP_ORIGIN, SHOP_SECRET, user_token
+from tests.web.conftest import OTHER_SECRET, SHOP_ORIGIN, SHOP_SECRET, Web, user_token
 
 
-async def test_a_signed_user_is_the_person_of_their_site_identity(web) -> None:
+async def test_a_signed_user_is_the_person_of_their_site_identity(web: Web) -> None:
     widget = web.widget(SHOP_ORIGIN)
     started = await widget.start(site="shop", user_token=user_token("u-42", "Ann Lee"))
     assert started["person"] == {"slug": "ann-lee", "display_name": "Ann Lee"}
@@ -32,7 +34,9 @@ async def test_a_signed_user_is_the_person_of_their_site_identity(web) -> None:
     ],
     ids=["expired", "wrong-secret", "tampered", "wrong-site", "garbage"],
 )
-async def test_a_bad_user_token_is_refused_with_the_reason(web, make, why) -> None:
+async def test_a_bad_user_token_is_refused_with_the_reason(
+    web: Web, make: Callable[[], str], why: str
+) -> None:
     widget = web.widget(SHOP_ORIGIN)  # tokens are made now: one made at collection may expire
     status, answer, _ = await widget.call(
         "POST", "/sessions", {"role": "echo", "site": "shop", "user_token": make()}
@@ -43,7 +47,7 @@ async def test_a_bad_user_token_is_refused_with_the_reason(web, make, why) -> No
     assert "visitor_token" not in answer and "session_token" not in answer
 
 
-async def test_a_token_without_name_or_exp_is_refused(web) -> None:
+async def test_a_token_without_name_or_exp_is_refused(web: Web) -> None:
     import jwt
 
     widget = web.widget(SHOP_ORIGIN)
@@ -55,14 +59,16 @@ async def test_a_token_without_name_or_exp_is_refused(web) -> None:
         assert status == 401 and missing in answer["error"]["message"], answer
 
 
-async def test_a_site_without_a_secret_signs_no_one_in(web) -> None:
+async def test_a_site_without_a_secret_signs_no_one_in(web: Web) -> None:
     status, answer, _ = await web.widget().call(
         "POST", "/sessions", {"role": "echo", "user_token": user_token("u-1")}
     )
     assert status == 401 and "no secret" in answer["error"]["message"]
 
 
-async def test_an_anonymous_visitor_continues_the_same_conversation_after_a_reload(web) -> None:
+async def test_an_anonymous_visitor_continues_the_same_conversation_after_a_reload(
+    web: Web,
+) -> None:
     first = web.widget()
     started = await first.start()
     assert started["person"]["display_name"] == "Visitor"
@@ -76,7 +82,7 @@ async def test_an_anonymous_visitor_continues_the_same_conversation_after_a_relo
     assert stranger["conversation"] != started["conversation"]
 
 
-async def test_a_forged_visitor_token_is_refused(web) -> None:
+async def test_a_forged_visitor_token_is_refused(web: Web) -> None:
     started = await web.widget().start()
     forged = started["visitor_token"][:-2] + "xx"
     status, answer, _ = await web.widget().call(
@@ -92,7 +98,7 @@ async def test_a_forged_visitor_token_is_refused(web) -> None:
     assert status == 401 and "not for site 'shop'" in answer["error"]["message"]
 
 
-async def test_a_visitor_who_signs_in_keeps_what_they_said(web) -> None:
+async def test_a_visitor_who_signs_in_keeps_what_they_said(web: Web) -> None:
     visitor = web.widget(SHOP_ORIGIN)
     anonymous = await visitor.start(site="shop")
     await visitor.say("I asked before signing in")
@@ -106,7 +112,7 @@ async def test_a_visitor_who_signs_in_keeps_what_they_said(web) -> None:
     assert mine and all(e["mine"] for e in mine)
 
 
-async def test_a_link_code_joins_two_identities_into_one_conversation(web) -> None:
+async def test_a_link_code_joins_two_identities_into_one_conversation(web: Web) -> None:
     at_work = web.widget(SHOP_ORIGIN)
     await at_work.start(site="shop", user_token=user_token("u-9", "Cy"))
     await at_work.say("said at work")
@@ -128,7 +134,7 @@ async def test_a_link_code_joins_two_identities_into_one_conversation(web) -> No
     assert status in (404, 410), again  # a code is used once
 
 
-async def test_origins_are_checked_per_site_and_answered_with_cors(web) -> None:
+async def test_origins_are_checked_per_site_and_answered_with_cors(web: Web) -> None:
     status, answer, headers = await web.widget("http://evil.test").call(
         "POST", "/sessions", {"role": "echo", "site": "shop"}
     )
@@ -157,7 +163,7 @@ async def test_origins_are_checked_per_site_and_answered_with_cors(web) -> None:
         assert resp.headers["Access-Control-Allow-Origin"] == SHOP_ORIGIN
 
 
-async def test_unknown_roles_and_sites_are_named(web) -> None:
+async def test_unknown_roles_and_sites_are_named(web: Web) -> None:
     status, answer, _ = await web.widget().call("POST", "/sessions", {"role": "nobody"})
     assert status == 404 and answer["error"]["code"] == "unknown_role"
     status, answer, _ = await web.widget().call(
@@ -167,7 +173,7 @@ async def test_unknown_roles_and_sites_are_named(web) -> None:
 
 
 async def test_a_visitor_who_signs_in_to_an_existing_conversation_finds_theirs_behind_it(
-    web,
+    web: Web,
 ) -> None:
     known = web.widget(SHOP_ORIGIN)
     await known.start(site="shop", user_token=user_token("u-8", "Di"))
@@ -197,7 +203,7 @@ async def test_a_visitor_who_signs_in_to_an_existing_conversation_finds_theirs_b
     assert status == 404 and answer["error"]["code"] == "unknown_conversation"
 
 
-async def test_link_code_guesses_and_new_visitors_are_rate_limited(web) -> None:
+async def test_link_code_guesses_and_new_visitors_are_rate_limited(web: Web) -> None:
     widget = web.widget()
     await widget.start()
     statuses = [

@@ -12,12 +12,10 @@ the `standardwebhooks` package, `X-Hub-Signature-256` with `hmac`.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,12 +24,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 from standardwebhooks import Webhook
 
 from gateway.app import build_app
 from gateway.settings import Settings
 from tests.api.conftest import ECHO, TOKEN, Api, Reply
+from tests.serving import serve
+from tests.settings import make_settings
+from tests.waiting import eventually
 
 GH_SECRET = "gh-webhook-secret-0123456789"
 TRACKER_KEY = b"tracker-signing-key-0123456789ab"
@@ -172,14 +172,6 @@ class Hooks(Api):
         return history
 
 
-async def eventually(check: Any, *, what: str, within: float = 10.0) -> Any:
-    deadline = time.monotonic() + within
-    while not (found := await check()):
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.02)
-    return found
-
-
 def old(minutes: int) -> datetime:
     return datetime.now(UTC) - timedelta(minutes=minutes)
 
@@ -191,20 +183,11 @@ def sources_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def hook_settings(tmp_path: Path, sources_dir: Path) -> Settings:
-    return Settings(
-        var_dir=tmp_path,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/t.db",
-        sources_dir=sources_dir,
-    )
+    return make_settings(tmp_path, sources_dir=sources_dir)
 
 
 @pytest.fixture
 async def hooks(hook_settings: Settings) -> AsyncIterator[Hooks]:
     app = build_app(hook_settings, api_token=TOKEN, roles={"echo": ECHO}, secrets=SECRETS)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Hooks(server, session)
-    finally:
-        await server.close()
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        yield Hooks(server, session)

@@ -11,9 +11,9 @@ import pytest
 
 from core.model.roles import ManifestError
 from gateway.app import build_app
-from gateway.settings import Settings
 from tests.api.conftest import ECHO, TOKEN
 from tests.cli.conftest import REPO
+from tests.settings import make_settings
 from tests.webhooks.conftest import (
     SECRETS,
     TRACKER_KEY,
@@ -113,7 +113,7 @@ async def test_an_unknown_source_is_404(hooks: Hooks) -> None:
 
 
 def _build(tmp_path: Path, sources: Path, secrets: dict[str, str] = SECRETS) -> None:
-    settings = Settings(var_dir=tmp_path, sources_dir=sources)
+    settings = make_settings(tmp_path, sources_dir=sources)
     build_app(settings, api_token=TOKEN, roles={"echo": ECHO}, secrets=secrets)
 
 
@@ -141,7 +141,7 @@ def test_a_source_whose_secret_is_not_set_stops_start_up(tmp_path: Path) -> None
     ],
 )  # fmt: skip
 def test_a_bad_source_manifest_stops_start_up_naming_the_file_and_field(
-    tmp_path, text, problem
+    tmp_path: Path, text: str, problem: str
 ) -> None:
     sources = write_sources(tmp_path / "sources", {"gh": text})
     with pytest.raises(ManifestError, match=problem.replace(".", r"\.").replace("(", r"\(")):
@@ -149,7 +149,7 @@ def test_a_bad_source_manifest_stops_start_up_naming_the_file_and_field(
 
 
 def test_without_a_sources_directory_there_are_no_sources(tmp_path: Path) -> None:
-    build_app(Settings(var_dir=tmp_path), api_token=TOKEN, roles={"echo": ECHO}, secrets={})
+    build_app(make_settings(tmp_path), api_token=TOKEN, roles={"echo": ECHO}, secrets={})
     with pytest.raises(ManifestError, match=r"ROLECALL_SOURCES_DIR: .* is not a directory"):
         _build(tmp_path, tmp_path / "missing")
 

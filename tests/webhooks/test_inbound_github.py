@@ -4,8 +4,6 @@ issue's key before the gateway has a task for it is woken by the first event abo
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.webhooks.conftest import (
     Hooks,
     comment_event,
@@ -49,8 +47,15 @@ async def test_a_signed_comment_on_a_watched_issue_wakes_the_conversation_once(
     assert again.status == 200, again.text
     assert again.body["duplicate"] is True and again.body["events"] == []
     assert [e["kind"] for e in await hooks.history(task["id"])] == ["created", "commented"]
-    await asyncio.sleep(0.5)  # a second turn would have started by now
-    assert len([t for t in await hooks.turns(run_id) if t["cause"] == "news"]) == 1
+    # a later comment wakes the next turn, which is told of that comment alone: the
+    # redelivery woke none in between
+    later = encode(comment_event("Checked, thanks."))
+    headers = github_headers(later, event="issue_comment", delivery="gh-delivery-2")
+    assert (await hooks.deliver("gh", later, headers)).status == 200
+    first, second = await hooks.news_turns(run_id, 2)
+    assert first == news
+    [digest] = second["prompt"]["tasks"]
+    assert [e["text"] for e in digest["events"]] == ["octocat: Checked, thanks."]
 
 
 async def test_a_subscription_by_key_is_woken_by_the_first_event_about_the_issue(
