@@ -229,6 +229,26 @@ def query_int(
     return value
 
 
+_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def is_id(raw: str) -> bool:
+    """Whether `raw` has the shape of an id Rolecall hands out (a UUIDv7 in lowercase hex)."""
+    return _ID.fullmatch(raw) is not None
+
+
+def query_id(params: Mapping[str, str], name: str, what: str) -> str | None:
+    """An id given in the query (32 lowercase hex digits, as every id Rolecall hands out), or
+    None when absent: a malformed one is 422 `invalid_parameter`, never an empty page."""
+    raw = params.get(name)
+    if raw is not None and not is_id(raw):
+        raise InvalidInput(
+            f"query parameter {name!r} must be {what} (32 hex digits), not {raw!r}",
+            code="invalid_parameter",
+        )
+    return raw
+
+
 def query_bool(params: Mapping[str, str], name: str) -> bool:
     raw = params.get(name, "false")
     if raw not in ("true", "false"):

@@ -18,7 +18,6 @@ removed keeps its memory, which an operator may still need to redact); any other
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from aiohttp import web
@@ -27,18 +26,19 @@ from channels.edge.requests import (
     DATABASE_KEY,
     ROLES_KEY,
     field,
+    is_id,
+    query_id,
     query_int,
     read_object,
     read_query,
 )
-from core.model.errors import InvalidInput, NotFound
+from core.model.errors import NotFound
 from core.model.memory import MemoryEntry, check_redaction_reason
 from core.model.timeline import ThreadId, rfc3339
 from core.model.values import text_problem
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 
 REDACTED_BY = "operator"
-_ID = re.compile(r"[0-9a-f]{32}")
 _MAX_ROLE = 64
 
 routes = web.RouteTableDef()
@@ -69,21 +69,11 @@ async def _role(request: web.Request) -> str:
     raise NotFound(f"no role named {name!r} is served here or has memory", code="role_not_found")
 
 
-def _id_parameter(params: dict[str, str], name: str, what: str) -> str | None:
-    raw = params.get(name)
-    if raw is not None and not _ID.fullmatch(raw):
-        raise InvalidInput(
-            f"query parameter {name!r} must be {what} (32 hex digits), not {raw!r}",
-            code="invalid_parameter",
-        )
-    return raw
-
-
 @routes.get("/api/v1/roles/{role}/memory")
 async def list_memory(request: web.Request) -> web.Response:
     params = read_query(request, ["thread", "after", "limit"])
-    thread = _id_parameter(params, "thread", "a thread id")
-    after = _id_parameter(params, "after", "an entry id")
+    thread = query_id(params, "thread", "a thread id")
+    after = query_id(params, "after", "an entry id")
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
     role = await _role(request)
     found = await request.app[DATABASE_KEY].memory.list(
@@ -107,7 +97,7 @@ async def redact_memory(request: web.Request) -> web.Response:
     reason = field(body, "reason", check_redaction_reason)
     role = await _role(request)
     entry_id = request.match_info["entry_id"]
-    if not _ID.fullmatch(entry_id):
+    if not is_id(entry_id):
         raise NotFound(
             f"role {role!r} has no memory entry {entry_id!r}", code="memory_entry_not_found"
         )

@@ -15,7 +15,14 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, HOST_KEY, query_int, read_object, read_query
+from channels.edge.requests import (
+    DATABASE_KEY,
+    HOST_KEY,
+    query_id,
+    query_int,
+    read_object,
+    read_query,
+)
 from core.model.errors import Conflict, InvalidInput
 from core.model.runs.run import Run, RunId, Turn
 from core.model.timeline import ThreadId, rfc3339
@@ -112,7 +119,8 @@ async def list_runs(request: web.Request) -> web.Response:
             found = await runs.of_task(params["task"])
         return web.json_response({"runs": [run_json(r, request) for r in found], "next": None})
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
-    found = await runs.of_role(params["role"], after=params.get("after"), limit=limit + 1)
+    after = query_id(params, "after", "a run id")
+    found = await runs.of_role(params["role"], after=after, limit=limit + 1)
     page = found[:limit]
     return web.json_response(
         {

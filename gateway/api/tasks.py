@@ -20,6 +20,7 @@ from channels.edge.requests import (
     ROLES_KEY,
     field,
     named,
+    query_id,
     query_int,
     read_object,
     read_query,
@@ -80,8 +81,9 @@ async def list_tasks(request: web.Request) -> web.Response:
         named("assignee", parse_assignee, params["assignee"]) if "assignee" in params else None
     )
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    after = query_id(params, "after", "a task id")
     found = await request.app[DATABASE_KEY].tasks.list(
-        status=status, assignee=assignee, after=params.get("after"), limit=limit + 1
+        status=status, assignee=assignee, after=after, limit=limit + 1
     )
     page = found[:limit]
     return web.json_response(

@@ -24,6 +24,7 @@ from channels.edge.requests import (
     field,
     named,
     query_bool,
+    query_id,
     query_int,
     read_object,
     read_query,
@@ -78,7 +79,8 @@ async def list_threads(request: web.Request) -> web.Response:
         )
     participant = named("participant", parse_address, params["participant"])
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
-    after = ThreadId(params["after"]) if "after" in params else None
+    found = query_id(params, "after", "a thread id")
+    after = ThreadId(found) if found is not None else None
     page = await repository(request).list_for(participant, after=after, limit=limit)
     return web.json_response(
         {"threads": [thread_json(thread) for thread in page.threads], "next": page.next}
