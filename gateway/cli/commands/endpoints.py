@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import urllib.parse
+from functools import partial
 from typing import Any
 
 from core.model.endpoints import KINDS
 from gateway.cli._shared import (
-    Command,
     command_group,
     count,
     gateway_client,
@@ -41,8 +41,7 @@ def add_commands(commands: Any) -> None:
         "events to as Standard Webhooks (docs/webhooks.md).",
     )
 
-    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        return gateway_command(endpoint, name, command, help_text)
+    add = partial(gateway_command, endpoint)
 
     sub = add("add", endpoint_add_command, "register an endpoint; prints its secret (shown once)")
     sub.add_argument(

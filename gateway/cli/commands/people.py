@@ -15,10 +15,10 @@ code is shown once; redeeming it links the identity to the code's person, mergin
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import Any
 
 from gateway.cli._shared import (
-    Command,
     command_group,
     count,
     gateway_client,
@@ -38,8 +38,7 @@ def add_commands(commands: Any) -> None:
         "Work with people, their identities and link codes through a running gateway's HTTP API.",
     )
 
-    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        return gateway_command(person, name, command, help_text)
+    add = partial(gateway_command, person)
 
     sub = add("list", person_list_command, "people in slug order")
     sub.add_argument("--after", metavar="SLUG", help="start after this slug (from a previous page)")

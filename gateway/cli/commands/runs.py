@@ -15,11 +15,11 @@ not been opened yet).
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import Any
 
 from gateway.cli._shared import (
     EXIT_USAGE,
-    Command,
     Failure,
     command_group,
     count,
@@ -41,8 +41,7 @@ def add_commands(commands: Any) -> None:
         "Work with runs (a role's work in a thread) through a running gateway's HTTP API.",
     )
 
-    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        return gateway_command(run, name, command, help_text)
+    add = partial(gateway_command, run)
 
     sub = add("list", run_list_command, "the runs of a thread, or of a role (oldest first)")
     which = sub.add_mutually_exclusive_group(required=True)

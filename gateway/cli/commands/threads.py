@@ -20,10 +20,10 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from gateway.cli._shared import (
-    Command,
     Failure,
     command_group,
     count,
@@ -45,8 +45,7 @@ def add_commands(commands: Any) -> None:
         "Work with threads through a running gateway's HTTP API.",
     )
 
-    def add(name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
-        return gateway_command(thread, name, command, help_text)
+    add = partial(gateway_command, thread)
 
     sub = add("resolve", resolve_command, "the one thread of a participant set (created if new)")
     sub.add_argument("participants", nargs="+", metavar="ADDR", help="person:<slug> or role:<name>")
