@@ -53,25 +53,33 @@ from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
     ROLES_KEY,
+    Proxies,
     check_encoding,
     check_request_values,
+    client_address,
     read_query,
 )
 from channels.slack import routes as slack_channel
 from channels.web import routes as web_channel
 from channels.webhooks import routes as webhook_channel
 from core.engine.host import HostLimits, RunHost
+from core.engine.host.ownership import LeasedRuns, Ownership
+from core.engine.host.slots import ClusterSlots
 from core.engine.runtimes.registry import Runtimes
+from core.engine.tools.budget import SharedBudgets
 from core.model.roles import ManifestError, Role
 from core.storage import open_database
 from core.storage.bus import CommittedEvents
 from core.storage.database import upgrade_schema
+from core.storage.engine import is_sqlite
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
+from core.storage.slot_locks import PgTurnSlots
 from gateway import malformed
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
 from gateway.api import persons as person_routes
+from gateway.api import replicas as replica_routes
 from gateway.api import runs as run_routes
 from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
@@ -81,11 +89,21 @@ from gateway.housekeeping import add_housekeeping
 from gateway.logs import current_request_id
 from gateway.mcp import routes as mcp_endpoint
 from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
+from gateway.replica import (
+    REPLICA_KEY,
+    ThisReplica,
+    fingerprint,
+    new_replica_id,
+    own_address,
+    replica_lifecycle,
+)
 from gateway.roles import configured_roles
 from gateway.roles import routes as role_routes
 from gateway.runtimes import runtime_kinds
 from gateway.settings import (
     Settings,
+    ensure_widget_key,
+    lease_terms,
     named_secrets,
     slack_config,
     webhook_sources,
@@ -133,7 +151,7 @@ def build_app(
             raise ManifestError(f"{settings.roles_dir / (role.name + '.yaml')}: {field}: {what}")
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[request_edge(api_token)],
+        middlewares=[request_edge(api_token, trusted_proxies=settings.trusted_proxies)],
         handler_args={"auto_decompress": False},
     )
     malformed.answer_in_json(app)
@@ -142,9 +160,17 @@ def build_app(
     app[RUNTIMES_KEY] = runtimes
     app[METRICS_KEY] = Metrics()
     app.cleanup_ctx.append(database_lifecycle)
+    app[REPLICA_KEY] = me = ThisReplica(
+        id=settings.replica_id or new_replica_id(),
+        address=own_address(settings.host, settings.port),
+        timeout=settings.replica_timeout,
+    )
+    app.cleanup_ctx.append(replica_lifecycle(me, *_cluster_facts(settings, api_token)))
+    _replica_metrics(app, me)
     app.cleanup_ctx.append(host_lifecycle)
     add_housekeeping(app, settings, sources)
     app.router.add_get("/healthz", healthz)
+    app.add_routes(replica_routes.routes)
     app.router.add_get("/metrics", metrics)
     app.add_routes(thread_routes.routes)
     app.add_routes(role_routes)
@@ -161,9 +187,34 @@ def build_app(
     )
     web_channel.add_routes(app, widget_config(settings))
     app[METRICS_KEY].widget_streams.set_function(lambda: web_channel.open_streams(app))
-    slack_channel.add_routes(app, slack_config(settings), known, secrets)
+    slack_channel.add_routes(app, slack_config(settings, lease_terms(settings, me)), known, secrets)
     webhook_channel.add_routes(app, sources, known, secrets, directory=settings.sources_dir)
     return app
+
+
+def _replica_metrics(app: web.Application, me: ThisReplica) -> None:
+    metrics = app[METRICS_KEY]
+
+    def owned() -> float:
+        host = app.get(HOST_KEY)
+        return host.owned() if host is not None else 0
+
+    metrics.replica_runs_owned.set_function(owned)
+    metrics.replica_delivery_leases.set_function(lambda: me.delivery_leases)
+    me.on_beat.append(metrics.replica_takeovers.inc)
+
+
+def _cluster_facts(settings: Settings, api_token: str) -> tuple[dict[str, str], dict[str, str]]:
+    """What every replica of one database must share (fingerprints), and how to name each."""
+    facts = {
+        "operator_token": fingerprint("operator token", api_token),
+        "widget_key": fingerprint("widget key", ensure_widget_key(settings)),
+    }
+    what = {
+        "operator_token": "this replica's operator token (ROLECALL_API_TOKEN)",
+        "widget_key": "this replica's widget key (ROLECALL_WIDGET_KEY)",
+    }
+    return facts, what
 
 
 def _secret_names(roles: Iterable[Role]) -> set[str]:
@@ -174,8 +225,12 @@ def _secret_names(roles: Iterable[Role]) -> set[str]:
 async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:
     url = app[SETTINGS_KEY].database
     await upgrade_schema(url)
+    metrics = app[METRICS_KEY]
     database = await open_database(
-        url, bus=CommittedEvents(), on_appended=app[METRICS_KEY].count_appended
+        url,
+        bus=CommittedEvents(),
+        on_appended=metrics.count_appended,
+        on_notify_lag=metrics.notify_lag.observe,
     )
     app[DATABASE_KEY] = database
     try:
@@ -186,6 +241,7 @@ async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:
 
 async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS_KEY]
+    turn_slots = None if is_sqlite(settings.database) else PgTurnSlots(settings.database)
     host = RunHost(
         app[DATABASE_KEY],
         app[ROLES_KEY],
@@ -197,6 +253,9 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         ),
         observer=app[METRICS_KEY].host,
         tools_url=settings.base_url,
+        ownership=_ownership(app),
+        tool_budgets=None if is_sqlite(settings.database) else SharedBudgets(app[DATABASE_KEY]),
+        slots=ClusterSlots(turn_slots) if turn_slots is not None else None,
     )
     await host.start()
     app[HOST_KEY] = host
@@ -204,6 +263,17 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await host.stop()
+        if turn_slots is not None:
+            await turn_slots.close()
+
+
+def _ownership(app: web.Application) -> Ownership | None:
+    """Runs under leases when replicas may share the database (PostgreSQL); on SQLite, one
+    process serves it and runs every run."""
+    if is_sqlite(app[SETTINGS_KEY].database):
+        return None
+    me = app[REPLICA_KEY]
+    return LeasedRuns(app[DATABASE_KEY].leases, me.id, ttl=me.ttl)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -233,7 +303,7 @@ async def healthz(request: web.Request) -> web.Response:
 # --- what wraps every request ---------------------------------------------------------------
 
 
-def request_edge(api_token: str) -> Middleware:
+def request_edge(api_token: str, *, trusted_proxies: Proxies = ()) -> Middleware:
     """The one middleware every request passes through. In order: give the request an id; check
     the operator token on `/api/v1`; refuse an unsupported `Content-Encoding` and query or path
     parameters `core.model.values` refuses; run the handler; turn any failure into the JSON error
@@ -274,7 +344,8 @@ def request_edge(api_token: str) -> Middleware:
         if not response.prepared:  # a streamed response has sent its headers already
             response.headers[REQUEST_ID_HEADER] = request_id
         if access_log.isEnabledFor(logging.INFO):
-            _log_access(request, response, seconds, request_id)
+            remote = client_address(request, trusted_proxies)
+            _log_access(request, response, seconds, request_id, remote)
         return response
 
     return edge
@@ -290,7 +361,11 @@ def _new_id() -> str:
 
 
 def _log_access(
-    request: web.Request, response: web.StreamResponse, seconds: float, request_id: str
+    request: web.Request,
+    response: web.StreamResponse,
+    seconds: float,
+    request_id: str,
+    remote: str,
 ) -> None:
     # Headers are deliberately absent: the token must never reach a log.
     fields = {
@@ -298,12 +373,12 @@ def _log_access(
         "path": request.path,
         "status": response.status,
         "duration_ms": round(seconds * 1000, 3),
-        "remote": request.remote,
+        "remote": remote,
         "request_id": request_id,
     }
     access_log.info(
         "%s %s %s %s %.1fms",
-        request.remote,
+        remote,
         request.method,
         request.path,
         response.status,

@@ -3,6 +3,10 @@ default; first a minute after start), delete the delivery receipts older than
 `ROLECALL_RECEIPT_DAYS` — Slack's, and those of the webhook sources whose signature covers its
 time (`kind: standard`) — and the expired Slack OAuth states (`core.storage.housekeeping_store`).
 
+With replicas, a pass runs only on the replica holding the lease (`LeaseKind.HOUSEKEEPING`,
+"prune"): each asks at each of its passes, and the first to ask keeps it while it lives (its
+heartbeat renews it); when it stops, the next replica to ask takes it.
+
 Each pass logs one line when it deleted anything and counts what it deleted in
 `rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
 logged and the next one tries again; housekeeping never stops the gateway.
@@ -18,15 +22,21 @@ from datetime import timedelta
 
 from aiohttp import web
 
+from channels.edge.leasing import LeaseTerms, Leasing
 from channels.edge.requests import DATABASE_KEY
+from core.model.leases import LeaseKind
 from core.model.webhooks import Source
 from core.storage import Database
 from core.storage.housekeeping_store import Pruned
 from gateway.metrics import METRICS_KEY, Metrics
-from gateway.settings import Settings
+from gateway.replica import REPLICA_KEY
+from gateway.settings import Settings, lease_terms
 
 FIRST_PASS_AFTER = 60.0
 """Seconds from start to the first pass (at most the interval): start-up is busy enough."""
+
+PRUNE = "prune"
+"""The subject of the housekeeping lease."""
 
 log = logging.getLogger("rolecall.housekeeping")
 
@@ -36,7 +46,8 @@ def add_housekeeping(
 ) -> None:
     """Run housekeeping while the gateway runs (after the database has opened)."""
     timed = frozenset(name for name, source in sources.items() if source.signs_its_time)
-    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings, timed))
+    leases = lease_terms(settings, app[REPLICA_KEY])
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings, timed, leases))
 
 
 async def prune_once(
@@ -55,13 +66,30 @@ async def prune_once(
     return pruned
 
 
+async def pass_if_held(
+    database: Database,
+    settings: Settings,
+    metrics: Metrics,
+    sources: Collection[str],
+    leasing: Leasing,
+) -> Pruned | None:
+    """A pass, on the replica that holds housekeeping (None: another one does)."""
+    if await leasing.hold(LeaseKind.HOUSEKEEPING, PRUNE) is None:
+        return None
+    return await prune_once(database, settings, metrics, sources)
+
+
 async def _every(
-    database: Database, settings: Settings, metrics: Metrics, sources: Collection[str]
+    database: Database,
+    settings: Settings,
+    metrics: Metrics,
+    sources: Collection[str],
+    leasing: Leasing,
 ) -> None:
     await asyncio.sleep(min(FIRST_PASS_AFTER, settings.housekeeping_every))
     while True:
         try:
-            await prune_once(database, settings, metrics, sources)
+            await pass_if_held(database, settings, metrics, sources, leasing)
         except Exception:  # the next pass tries again
             every = settings.housekeeping_every
             log.exception("housekeeping failed; trying again in %.0f s", every)
@@ -69,9 +97,11 @@ async def _every(
 
 
 async def _lifecycle(
-    app: web.Application, settings: Settings, sources: Collection[str]
+    app: web.Application, settings: Settings, sources: Collection[str], leases: LeaseTerms
 ) -> AsyncIterator[None]:
-    task = asyncio.create_task(_every(app[DATABASE_KEY], settings, app[METRICS_KEY], sources))
+    database = app[DATABASE_KEY]
+    leasing = leases.leasing(database.leases)
+    task = asyncio.create_task(_every(database, settings, app[METRICS_KEY], sources, leasing))
     try:
         yield
     finally:

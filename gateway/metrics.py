@@ -5,6 +5,9 @@ apps without their series colliding. Labels are kept to bounded sets: a request 
 route template it matched (`/api/v1/threads/{id}`, never the raw path; `unmatched` when none did)
 and by its method (`OTHER` for anything outside the standard methods), so no client can mint series.
 
+Each replica reports the runs it owns, the delivery leases it holds, the runs it found orphaned
+and offered for take-over, and how late the other replicas' commit notifications arrive.
+
 Housekeeping counts the rows it deletes, by table (`rolecall_records_pruned_total`).
 
 `events appended` is counted from storage's after-commit callback, by event kind; every kind is
@@ -64,6 +67,30 @@ class Metrics:
             "rolecall_records_pruned",
             "Rows deleted by housekeeping once their time had passed, by table.",
             ["table"],
+            registry=self.registry,
+        )
+        self.replica_runs_owned = Gauge(
+            "rolecall_replica_runs_owned",
+            "Runs this replica holds the lease of (drives) now.",
+            registry=self.registry,
+        )
+        self.replica_delivery_leases = Gauge(
+            "rolecall_replica_delivery_leases",
+            "Leases other than runs' this replica held at its last heartbeat: endpoint and "
+            "Slack deliveries, housekeeping.",
+            registry=self.registry,
+        )
+        self.replica_takeovers = Counter(
+            "rolecall_replica_takeovers",
+            "Runs found with a lease that expired while held (their replica died or stalled) "
+            "or was handed back (it stopped), and nudged here to be taken over.",
+            registry=self.registry,
+        )
+        self.notify_lag = Histogram(
+            "rolecall_notify_lag_seconds",
+            "Time from a commit notification being sent (by any replica, this one included) to "
+            "its receipt here.",
+            buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
         self.widget_streams = Gauge(

@@ -10,18 +10,24 @@ import os
 import re
 import secrets
 from collections.abc import Iterable
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
+from channels.edge.leasing import ONE_PROCESS, LeaseTerms
 from channels.slack.routes import SlackConfig
 from channels.web.routes import WidgetConfig
 from channels.web.sites import Site
 from channels.webhooks.sources import configured_sources
 from core.model.webhooks import Source
+from core.storage.engine import is_sqlite
+
+if TYPE_CHECKING:
+    from gateway.replica import ThisReplica
 
 ENV_PREFIX = "ROLECALL_"
 _SLACK_TEAM_ID = re.compile(r"T[A-Z0-9]+")
@@ -100,6 +106,15 @@ class Settings(BaseSettings):
     the same delivery made again; after that, housekeeping deletes it."""
     housekeeping_every: float = Field(default=3600.0, ge=1, le=86_400)
     """Seconds between two housekeeping passes."""
+    trusted_proxies: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
+    """The load balancers (addresses or networks, comma-separated) whose `X-Forwarded-For`
+    names the client: the widget's limit on new visitors per address, the access log."""
+    replica_id: str = Field(default="", pattern=r"^([A-Za-z0-9][A-Za-z0-9._-]{0,63})?$")
+    """This process's name among the replicas of one database (docs/scale.md); default: the
+    host name and a random suffix, new at every start."""
+    replica_timeout: float = Field(default=8.0, ge=1, le=3600)
+    """Seconds a replica may go without a heartbeat before its runs are taken over (it beats
+    every fifth of that)."""
 
     @field_validator("database_url")
     @classmethod
@@ -126,6 +141,20 @@ class Settings(BaseSettings):
             ):
                 raise ValueError(f"site name {name!r} must be lower-case letters, digits, - or _")
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment: `10.0.0.0/8,192.168.1.5`
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple):
+            return value
+        try:
+            return tuple(ip_network(str(part), strict=False) for part in value)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc} (give addresses or networks like 10.0.0.0/8, separated by commas)"
+            ) from None
 
     @field_validator("slack_email_link_teams", mode="before")
     @classmethod
@@ -239,12 +268,23 @@ def widget_config(settings: Settings) -> WidgetConfig:
         sites=sites,
         key=lambda: ensure_widget_key(settings),
         post_rate=settings.widget_post_rate,
+        shared_rate=not is_sqlite(settings.database),
+        trusted_proxies=settings.trusted_proxies,
         base_url=settings.base_url,
     )
 
 
-def slack_config(settings: Settings) -> SlackConfig:
-    """What the Slack channel takes from the settings."""
+def lease_terms(settings: Settings, replica: ThisReplica) -> LeaseTerms:
+    """How this process holds what one replica at a time works (a delivery, housekeeping): on
+    PostgreSQL under leases, as `replica`; on SQLite it is the only process and holds it all."""
+    if is_sqlite(settings.database):
+        return ONE_PROCESS
+    return LeaseTerms(holder=replica.id, ttl=replica.ttl, retry_every=replica.every)
+
+
+def slack_config(settings: Settings, leases: LeaseTerms = ONE_PROCESS) -> SlackConfig:
+    """What the Slack channel takes from the settings (and `leases`: how its deliveries are
+    held, `lease_terms`)."""
     return SlackConfig(
         roles_dir=settings.roles_dir,
         api_url=settings.slack_api_url,
@@ -252,6 +292,7 @@ def slack_config(settings: Settings) -> SlackConfig:
         base_url=settings.base_url,
         pace=settings.slack_pace,
         email_link_teams=settings.slack_email_link_teams,
+        leases=leases,
     )
 
 

@@ -30,6 +30,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Collection, Mapping
+from ipaddress import IPv4Network, IPv6Network, ip_address
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -273,3 +274,29 @@ def _json_type(value: object) -> str:
 
 def _names(names: Collection[str]) -> str:
     return ", ".join(repr(name) for name in names) if names else "no fields"
+
+
+Proxies = tuple[IPv4Network | IPv6Network, ...]
+"""The load balancers whose `X-Forwarded-For` is believed (`ROLECALL_TRUSTED_PROXIES`)."""
+
+
+def client_address(request: web.Request, trusted: Proxies) -> str:
+    """Who sent the request: the connection's address, or — when that is a trusted proxy — the
+    address `X-Forwarded-For` names, read from the right past every trusted hop (a client can
+    put anything on the left; only the hops our proxies appended are believed)."""
+    remote = request.remote or ""
+    if not trusted or not _trusted(remote, trusted):
+        return remote
+    hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",")]
+    for hop in reversed([h for h in hops if h]):
+        if not _trusted(hop, trusted):
+            return hop
+    return remote
+
+
+def _trusted(address: str, trusted: Proxies) -> bool:
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in trusted)

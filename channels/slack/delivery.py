@@ -32,6 +32,15 @@ or since it was last bound to a DM, or any after a failed page, is looked up in 
 Whether a message was posted already is always read: after a restart, a failure, or by another
 replica's worker (each replica's worker goes through the whole stream).
 
+Replicas (`channels.edge.leasing`): every replica runs the role's worker, but only the holder of
+the role's lease (`LeaseKind.SLACK`, the role's name) delivers; the others ask for it every
+`retry_every` seconds and take over when it is free or expired. Whenever the lease is (re)claimed
+the cursor and the bindings are read again (another replica delivered meanwhile); while it holds
+the lease the worker is woken by every commit and looks up the DMs of threads it does not know
+(bound through another replica). The intent to post and the cursor's move name the fence: a
+replica that lost the lease stops at the refusal (`LeaseLost`), before posting. Replies are
+streamed (`Streams`) only by the holder, and only for the turns it runs itself.
+
 Each post is made with the bot token of the DM's workspace (`Clients`): the one token of an app
 installed in one workspace, or the workspace's installation's. A workspace the app is no longer
 installed in takes nothing: its messages are skipped (and logged), the others' go on.
@@ -51,9 +60,11 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.edge.leasing import Held, Leasing
 from channels.slack.apps import Clients, NotInstalled
 from channels.slack.streams import Streams
 from core.model.errors import NotFound
+from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.roles import Role
 from core.model.tasks import TaskEvent
@@ -122,6 +133,16 @@ def _unavailable(error: Exception) -> SlackUnavailable | None:
     return None
 
 
+def _lost(error: Exception) -> LeaseLost | None:
+    """`error` when it is the lease found lost — alone, or among what a task group raised."""
+    if isinstance(error, LeaseLost):
+        return error
+    if isinstance(error, ExceptionGroup) and (found := error.subgroup(LeaseLost)) is not None:
+        first = found.exceptions[0]
+        return _lost(first) if isinstance(first, Exception) else None
+    return None
+
+
 def _maybe_taken(error: SlackApiError) -> bool:
     """Slack failed in a way that says it may have acted on the call (a 5xx, `internal_error`)."""
     return error.response.status_code >= 500 or _code(error) in MAYBE_TAKEN
@@ -149,10 +170,19 @@ SAID_KEPT = 100_000
 
 class Delivery:
     def __init__(
-        self, role: Role, database: Database, clients: Clients, *, pace: float = 1.0
+        self,
+        role: Role,
+        database: Database,
+        clients: Clients,
+        *,
+        pace: float = 1.0,
+        leasing: Leasing | None = None,
     ) -> None:
         self.role = role
         self._db = database
+        self._leasing = leasing or Leasing.sole()
+        self._held: Held | None = None
+        """The lease as the worker last delivered under it (None: not held)."""
         self._clients = clients
         self._pace = pace
         self._bindings: dict[ThreadId, SlackBinding] = {}
@@ -172,9 +202,7 @@ class Delivery:
         self.cursor = 0
         """Events up to this position have been delivered."""
         self._at_once = asyncio.Semaphore(DMS_AT_ONCE)
-        self.streams = Streams(
-            role.name, clients, binding=self._bindings.get, heard=self._heard.get
-        )
+        self.streams = Streams(role.name, clients, binding=self._streamed, heard=self._heard.get)
         """Replies shown as they are written; the host's draft listener is `streams.on_draft`."""
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -226,8 +254,16 @@ class Delivery:
             del self._said[next(iter(self._said))]
 
     def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:
-        if any(event.thread_id in self._bindings for event in events):
+        # With replicas a DM may have been bound through another one: any event may be news.
+        news = self._leasing.shared and self._held is not None and bool(events)
+        if news or any(event.thread_id in self._bindings for event in events):
             self._wake.set()
+
+    def _streamed(self, thread_id: ThreadId) -> SlackBinding | None:
+        """The DM a reply may be streamed to: only the holder of the delivery streams (the
+        stream becomes the message when the delivery claims it)."""
+        held = self._held is not None or not self._leasing.shared
+        return self._bindings.get(thread_id) if held else None
 
     def on_activity(self, thread_id: ThreadId, role: str, working: bool) -> None:
         """Show "working…" in the DM while the role's turn runs (Slack's assistant status) —
@@ -274,10 +310,21 @@ class Delivery:
             await self._wake.wait()
             self._wake.clear()
             try:
+                if not await self._hold():  # another replica delivers: ask again later
+                    await asyncio.sleep(self._leasing.retry_every)
+                    self._wake.set()
+                    continue
                 await self._drain()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the cursor has not moved: the next wake tries again
+                if (lost := _lost(error)) is not None:  # another replica delivers now
+                    log.info("slack delivery of role %s: %s", self.role.name, lost)
+                    self._leasing.lost(LeaseKind.SLACK, self.role.name)
+                    self._held = None
+                    self._latest.clear()
+                    self._wake.set()
+                    continue
                 if (unavailable := _unavailable(error)) is not None:  # expected: no traceback
                     log.warning("slack delivery of role %s waits: %s", self.role.name, unavailable)
                 elif isinstance(error, StorageUnavailable):
@@ -288,6 +335,34 @@ class Delivery:
                 await asyncio.sleep(RETRY_PAUSE)
                 self._wake.set()
 
+    async def _hold(self) -> bool:
+        """Whether this replica delivers the role's messages now; newly (re)claimed, the cursor
+        and the bindings are read again first."""
+        held = await self._leasing.hold(LeaseKind.SLACK, self.role.name)
+        if held is None:
+            self._held = None
+            return False
+        if held != self._held and self._leasing.shared:
+            cursor = await self._db.slack.cursor(self.role.name)
+            bindings = await self._db.slack.bindings(self.role.name)
+            self._bindings.clear()
+            self._bindings.update((binding.thread_id, binding) for binding in bindings)
+            self._latest.clear()
+            self.cursor = cursor if cursor is not None else self.cursor
+        self._held = held
+        return True
+
+    async def _look_up(self, events: Sequence[AnyEvent]) -> None:
+        """With replicas: the DMs of threads this worker does not know (bound elsewhere)."""
+        unknown = {event.thread_id for event in events if event.thread_id not in self._bindings}
+        if self._leasing.shared and unknown:
+            for binding in await self._db.slack.bindings_of(self.role.name, sorted(unknown)):
+                self.bound(binding)
+
+    @property
+    def _fence(self) -> Fence | None:
+        return self._held.fence if self._held is not None else None
+
     async def _drain(self) -> None:
         """Deliver page after page: the DMs of a page at once (each DM's events in order), then
         the cursor past the page. A post is remembered with its Slack ts as soon as Slack took
@@ -296,6 +371,7 @@ class Delivery:
             page = await self._db.threads.events_since(self.cursor, limit=PAGE)
             if not page.events:
                 return
+            await self._look_up(page.events)
             by_dm: dict[str, list[tuple[SlackBinding, AnyEvent, _Latest | None]]] = {}
             for event in page.events:
                 binding = self._bindings.get(event.thread_id)
@@ -306,8 +382,9 @@ class Delivery:
                 async with asyncio.TaskGroup() as group:
                     for items in by_dm.values():
                         group.create_task(self._deliver_all(items))
-            self.cursor = page.events[-1].position
-            await self._db.slack.advance(self.role.name, self.cursor)
+            position = page.events[-1].position
+            await self._db.slack.advance(self.role.name, position, fence=self._fence)
+            self.cursor = position
 
     def _follow(self, event: AnyEvent) -> _Latest | None:
         """Go past `event` of a bound conversation, in stream order: for the role's message,
@@ -341,7 +418,9 @@ class Delivery:
         if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
             return  # nothing to post, or posted already (before a failure or a restart)
         # The intent first: whatever happens from here on, a later attempt knows to look.
-        first = await self._db.slack.intend(self.role.name, event.id, binding.channel_id)
+        first = await self._db.slack.intend(
+            self.role.name, event.id, binding.channel_id, fence=self._fence
+        )
         ts = None
         if isinstance(event, Message) and event.author == self.role.address:
             ts = await self.streams.claim(event.thread_id, event.text, self._metadata(event))

@@ -24,6 +24,7 @@ from slack_bolt.response import BoltResponse
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from channels.edge.errors import ApiError, error_response
+from channels.edge.leasing import ONE_PROCESS, LeaseTerms
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from channels.slack import install
 from channels.slack.apps import (
@@ -67,6 +68,8 @@ class SlackConfig:
     """Seconds between two posts to one DM (Slack's rate limit for `chat.postMessage`)."""
     email_link_teams: frozenset[str]
     """Teams whose members' verified Slack email links them to a person with that email."""
+    leases: LeaseTerms = ONE_PROCESS
+    """How each role's delivery is held: by one replica at a time (`LeaseKind.SLACK`)."""
 
 
 SLACK_KEY = web.AppKey("slack", dict[str, SlackRole])
@@ -104,6 +107,7 @@ async def _lifecycle(app: web.Application, config: SlackConfig) -> AsyncIterator
     # The Web API calls of every role share this session's connections; a call's time limit
     # is the session's (the SDK applies its own `timeout` only to sessions it makes itself).
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEB_API_TIMEOUT))
+    leasing = config.leases.leasing(database.leases)
     try:
         for entry in app[SLACK_KEY].values():
             role, creds = entry.role, entry.credentials
@@ -117,7 +121,7 @@ async def _lifecycle(app: web.Application, config: SlackConfig) -> AsyncIterator
                 rotator = install.token_rotator(creds, client)
                 installations = entry.oauth.settings.installation_store
                 clients = Clients.installed(config.api_url, installations, rotator, session)
-            entry.delivery = Delivery(role, database, clients, pace=config.pace)
+            entry.delivery = Delivery(role, database, clients, pace=config.pace, leasing=leasing)
             entry.bolt = bolt_app(role, creds, client, oauth=entry.oauth)
             teams = config.email_link_teams
             inbound = Inbound(role, database, host, entry.delivery, email_link_teams=teams)

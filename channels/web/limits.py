@@ -1,4 +1,15 @@
-"""How fast one identity may post: a token bucket per identity, in this process."""
+"""How fast one identity may post: a token bucket per identity (`core.storage.rates_store.take`:
+`burst` at once, then `per_minute`), where every process serving the widget sees it.
+
+- In this process (SQLite: one process serves every request): the buckets are in memory, the
+  least recently seen forgotten first past `TRACKED` (they come back full). Nothing is written.
+- In the database (`PostingRate.shared`; PostgreSQL: replicas behind a load balancer with no
+  affinity, so one identity's posts reach any of them): the bucket is the row
+  `widget-post:<who>` of `rate_buckets`, one writer command per post, timed by the wall clock.
+
+Either way the answer is the same: 0 when the post may go, else the seconds to wait (the
+route's 429 and its `Retry-After`).
+"""
 
 from __future__ import annotations
 
@@ -7,32 +18,51 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from core.storage.database import Database
+from core.storage.rates_store import Bucket, Rate, SqlRateBuckets, take
+
 BURST = 10
 """Messages an identity may send at once before the rate applies."""
 TRACKED = 100_000
 """Identities remembered; the least recently seen are forgotten first (with a full bucket)."""
+KEY = "widget-post:"
+"""What the keys of the widget's buckets in the database begin with."""
 
 
 class PostingRate:
     def __init__(
-        self, per_minute: float, *, burst: int = BURST, clock: Callable[[], float] = time.monotonic
+        self,
+        per_minute: float,
+        *,
+        burst: int = BURST,
+        clock: Callable[[], float] = time.monotonic,
+        shared: SqlRateBuckets | None = None,
     ) -> None:
-        self._rate = per_minute / 60.0
-        self._burst = float(burst)
+        """`clock`: seconds (the wall clock's when `shared`, which every replica reads)."""
+        self._rate = Rate(per_second=per_minute / 60.0, burst=float(burst))
         self._clock = clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._shared = shared
+        self._buckets: OrderedDict[str, Bucket] = OrderedDict()
 
-    def take(self, who: str) -> float:
+    @classmethod
+    def shared(
+        cls,
+        database: Database,
+        per_minute: float,
+        *,
+        burst: int = BURST,
+        clock: Callable[[], float] = time.time,
+    ) -> PostingRate:
+        """The rate with its buckets in `database`, shared by every replica serving it."""
+        return cls(per_minute, burst=burst, clock=clock, shared=database.rates)
+
+    async def take(self, who: str) -> float:
         """Take one message from `who`'s bucket: 0 when allowed, else the seconds to wait."""
-        now = self._clock()
-        level, then = self._buckets.pop(who, (self._burst, now))
-        level = min(self._burst, level + (now - then) * self._rate)
-        if level >= 1:
-            self._buckets[who] = (level - 1, now)
-            wait = 0.0
-        else:
-            self._buckets[who] = (level, now)
-            wait = (1 - level) / self._rate
+        now = round(self._clock() * 1_000_000)
+        if self._shared is not None:
+            return await self._shared.take(KEY + who, self._rate, now=now)
+        bucket, wait = take(self._buckets.pop(who, None), self._rate, now)
+        self._buckets[who] = bucket
         while len(self._buckets) > TRACKED:
             self._buckets.popitem(last=False)
         return wait

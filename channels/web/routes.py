@@ -25,6 +25,8 @@ from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
     ROLES_KEY,
+    Proxies,
+    client_address,
     query_bool,
     query_int,
     read_object,
@@ -68,6 +70,7 @@ class WebChannel:
     rate: PostingRate
     names: Names
     base_url: str
+    trusted_proxies: Proxies = ()
     fanout: Fanout = field(default_factory=Fanout)
     frames: Frames = field(default_factory=Frames)
     streams: set[EventSourceResponse] = field(default_factory=set)
@@ -87,6 +90,10 @@ class WidgetConfig:
     """The key that signs widget sessions and visitor tokens, asked for once at start."""
     post_rate: float
     """Messages per minute one widget session may post."""
+    shared_rate: bool = False
+    """Count posts in the database, for every replica serving it (PostgreSQL)."""
+    trusted_proxies: Proxies = ()
+    """Whose `X-Forwarded-For` names the visitor (the limit on new visitors per address)."""
     base_url: str
 
 
@@ -118,9 +125,12 @@ async def _lifecycle(app: web.Application, config: WidgetConfig) -> AsyncIterato
     channel = WebChannel(
         sites=Sites(config.sites, own_origin=config.base_url),
         keys=WidgetKeys(config.key()),
-        rate=PostingRate(config.post_rate),
+        rate=PostingRate.shared(database, config.post_rate)
+        if config.shared_rate
+        else PostingRate(config.post_rate),
         names=Names(database, app[ROLES_KEY]),
         base_url=config.base_url,
+        trusted_proxies=config.trusted_proxies,
     )
     app[WEB_KEY] = channel
     stop_commits = database.listen(channel.fanout.on_commit)
@@ -222,7 +232,8 @@ async def start_session(request: web.Request) -> web.Response:
             visitor_token = body["visitor_token"]
             visitor_id = channel.keys.read_visitor(visitor_token, site=site.name)
         else:  # a new visitor is a new person: as limited, per address, as posting is
-            _limit(channel, f"new-visitor:{request.remote}", "new visitors from this address")
+            who = f"new-visitor:{client_address(request, channel.trusted_proxies)}"
+            await _limit(channel, who, "new visitors from this address")
             visitor_token, visitor_id = channel.keys.new_visitor(site.name)
         identity = _identity(site, "visitor:" + visitor_id)
         person = await database.people.resolve(identity, display_name="Visitor")
@@ -365,9 +376,9 @@ async def _former_self(database: Database, thread_id: ThreadId, person: str) -> 
     raise ApiError(404, "unknown_conversation", "no earlier conversation of yours by that id")
 
 
-def _limit(channel: WebChannel, who: str, what: str) -> None:
+async def _limit(channel: WebChannel, who: str, what: str) -> None:
     """429 with `Retry-After` when `who` is over the posting rate."""
-    wait = channel.rate.take(who)
+    wait = await channel.rate.take(who)
     if wait:
         seconds = PostingRate.retry_after(wait)
         raise ApiError(
@@ -390,7 +401,7 @@ async def post_message(request: web.Request) -> web.Response:
         )
     text = check_text(text)
     channel = request.app[WEB_KEY]
-    _limit(channel, session.identity, "messages")
+    await _limit(channel, session.identity, "messages")
     author = await _current_person(request, session)
     message = await request.app[DATABASE_KEY].threads.post_message(
         ThreadId(session.conversation), author, text, channel="web"
@@ -432,7 +443,7 @@ async def redeem_link_code(request: web.Request) -> web.Response:
     if role is None:
         raise ApiError(404, "unknown_role", f"role {session.role!r} is no longer served here")
     channel = request.app[WEB_KEY]
-    _limit(channel, f"link:{session.identity}", "link code attempts")  # codes are short
+    await _limit(channel, f"link:{session.identity}", "link code attempts")  # codes are short
     database = request.app[DATABASE_KEY]
     identity = parse_identity(session.identity)
     person = await database.people.redeem(body["code"], identity)

@@ -20,10 +20,21 @@ connection is made (`GuardedResolver`, the connector's resolver, so the check co
 the addresses connected to), and a host written as an IP address before the request; a refused
 address fails the attempt with the reason.
 
-The worker is nudged by every commit of this process (`Database.listen`), and looks every few
-seconds anyway (`POLL`: another gateway's commits nudge no one here); it reads from the
-database what is new. Operators' changes (a new endpoint, a replay, a deletion) restart the
-endpoint's worker from its row (`refresh`).
+The worker is nudged by every commit (`Database.listen`: on PostgreSQL, every replica's), and
+looks every few seconds anyway (`POLL`); it reads from the database what is new. Operators'
+changes (a new endpoint, a replay, a deletion) restart the endpoint's worker from its row
+(`refresh`).
+
+Replicas (`channels.edge.leasing`): every replica runs a worker for every active endpoint, but
+only the holder of the endpoint's lease (`LeaseKind.ENDPOINT`, its id) delivers. The others ask
+for the lease every `retry_every` seconds and take over when it is free or expired. The lease is
+looked at before each event is sent, the cursors are read again from the row whenever the lease
+was (re)claimed, and each record names the fence (`LeaseLost` for a replica that lost the lease:
+it stops at once, its cursors unmoved) — so each event is sent by one replica, in order; only a
+replica that stalled past its lease may send one event again before its record is refused (at
+least once; receivers deduplicate by `webhook-id`). Each replica also looks at the endpoints
+every `retry_every` seconds (`_sweep`): one registered, replayed or deleted through another
+replica gets, or loses, its worker here.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from standardwebhooks import Webhook
 
+from channels.edge.leasing import Held, Leasing
 from core.model.endpoints import (
     Attempt,
     Cursors,
@@ -62,6 +74,7 @@ from core.model.endpoints import (
     timeline_type,
 )
 from core.model.errors import InvalidInput, NotFound
+from core.model.leases import LeaseKind, LeaseLost
 from core.model.participants import ParticipantKind, kind_of
 from core.model.serialize import event_json
 from core.model.tasks import TaskEvent
@@ -202,8 +215,10 @@ class Outbound:
         timeout: float = 10.0,
         jitter: Callable[[], float] = random.random,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        leasing: Leasing | None = None,
     ) -> None:
         self._db = database
+        self.leasing = leasing or Leasing.sole()
         self.policy = policy
         self.allow_private = allow_private
         self.timeout = timeout
@@ -213,6 +228,7 @@ class Outbound:
         self._lock = asyncio.Lock()
         self._session: aiohttp.ClientSession | None = None
         self._unlisten: Callable[[], None] | None = None
+        self._sweeping: asyncio.Task[None] | None = None
         self._thread_roles: dict[ThreadId, frozenset[str]] = {}
 
     async def start(self) -> None:
@@ -226,10 +242,16 @@ class Outbound:
         for endpoint in await self._db.endpoints.all():
             if endpoint.status is EndpointStatus.ACTIVE:
                 self._start(endpoint)
+        if self.leasing.shared:
+            self._sweeping = asyncio.create_task(self._sweep(), name="rolecall-endpoints-sweep")
 
     async def stop(self) -> None:
         if self._unlisten is not None:
             self._unlisten()
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeping
         async with self._lock:
             for worker in list(self._workers.values()):
                 await worker.stop()
@@ -247,9 +269,44 @@ class Outbound:
             try:
                 endpoint = await self._db.endpoints.get(endpoint_id)
             except NotFound:
+                await self._let_go(endpoint_id)
                 return
             if endpoint.status is EndpointStatus.ACTIVE:
                 self._start(endpoint)
+            else:
+                await self._let_go(endpoint_id)
+
+    async def _let_go(self, endpoint_id: EndpointId) -> None:
+        """The endpoint is parked, disabled or gone: its lease is free for good (or, when this
+        fails, expires)."""
+        try:
+            await self.leasing.release(LeaseKind.ENDPOINT, endpoint_id)
+        except Exception as error:
+            log.warning("endpoint %s: lease not released: %s", endpoint_id, error)
+
+    async def _sweep(self) -> None:
+        """With replicas: endpoints changed through another replica get, or lose, their
+        worker here."""
+        while True:
+            await asyncio.sleep(self.leasing.retry_every)
+            try:
+                await self._sweep_once()
+            except Exception as error:  # the next sweep tries again
+                log.warning("endpoints not looked at: %s", error)
+
+    async def _sweep_once(self) -> None:
+        async with self._lock:
+            active = {
+                e.id: e for e in await self._db.endpoints.all() if e.status is EndpointStatus.ACTIVE
+            }
+            for endpoint_id, worker in list(self._workers.items()):
+                if endpoint_id not in active:
+                    await worker.stop()
+                    self._workers.pop(endpoint_id, None)
+                    await self._let_go(endpoint_id)
+            for endpoint_id, endpoint in active.items():
+                if endpoint_id not in self._workers:
+                    self._start(endpoint)
 
     async def check(self, url: str) -> None:
         await check_destination(url, allow_private=self.allow_private)
@@ -296,6 +353,8 @@ class _Worker:
         self._webhook = Webhook(endpoint.secret)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._held: Held | None = None
+        """The lease as this worker last worked under it (None: not held)."""
         self._load(endpoint)
 
     @property
@@ -326,19 +385,32 @@ class _Worker:
     # --- the loop -------------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        leasing = self._out.leasing
         try:
-            await self._wait_for_next_attempt()  # one scheduled before a restart, say
+            if not leasing.shared:
+                await self._wait_for_next_attempt()  # one scheduled before a restart, say
             while True:
-                with contextlib.suppress(TimeoutError):  # another gateway's commits nudge no one
+                with contextlib.suppress(TimeoutError):  # a nudge may be lost: look anyway
                     await asyncio.wait_for(self._wake.wait(), POLL)
                 self._wake.clear()
                 try:
+                    if not await self._hold():  # another replica delivers it: ask again later
+                        await asyncio.sleep(leasing.retry_every)
+                        self._wake.set()
+                        continue
                     await self._drain()
                     continue
                 except _Changed:
                     pass
                 except _Stopped:
+                    await self._out._let_go(self.id)
                     return
+                except LeaseLost as lost:  # another replica holds it now: nothing was moved
+                    log.info("endpoint %s: %s", self.id, lost)
+                    leasing.lost(LeaseKind.ENDPOINT, self.id)
+                    self._held = None
+                    self._wake.set()
+                    continue
                 except Exception as error:  # the cursors have not moved: try again shortly
                     if isinstance(error, StorageUnavailable):  # expected: no traceback
                         log.warning("delivery to endpoint %s waits: %s", self.id, error)
@@ -348,9 +420,40 @@ class _Worker:
                     self._wake.set()
                     continue
                 if not await self._reload():
+                    await self._out._let_go(self.id)
                     return
         finally:
             self._out._done(self)
+
+    async def _hold(self) -> bool:
+        """Whether this replica delivers the endpoint now. Newly (re)claimed, its row is read
+        again first: another replica may have delivered meanwhile (`_Stopped` when it is no
+        longer active)."""
+        held = await self._out.leasing.hold(LeaseKind.ENDPOINT, self.id)
+        if held is None:
+            self._held = None
+            return False
+        if held != self._held:
+            if self._out.leasing.shared:
+                try:
+                    self._load(await self._db.endpoints.get(self.id))
+                except NotFound:
+                    raise _Stopped from None
+                if self._standing.status is not EndpointStatus.ACTIVE:
+                    raise _Stopped
+                await self._wait_for_next_attempt()
+            self._held = held
+        return True
+
+    async def _still_held(self) -> None:
+        """Before a request goes out, with replicas: `_Changed` (read the row again) unless
+        the lease is still the one this worker delivers under."""
+        if not self._out.leasing.shared:
+            return
+        held = await self._out.leasing.hold(LeaseKind.ENDPOINT, self.id)
+        if held is None or held != self._held:
+            self._held = None
+            raise _Changed
 
     async def _reload(self) -> bool:
         """Start again from the row (an operator, or another gateway, changed it); False when
@@ -405,6 +508,7 @@ class _Worker:
         """Send the event until the endpoint takes it; `_Stopped` when it is parked or gone."""
         body = item.body()
         while True:
+            await self._still_held()
             attempt = await self._attempt(item.event.id, body)
             now = self._out.clock()
             standing = after_attempt(
@@ -424,8 +528,11 @@ class _Worker:
             await self._wait_for_next_attempt()
 
     async def _record(self, cursors: Cursors, standing: Standing) -> None:
+        fence = self._held.fence if self._held is not None else None
+        if fence is None and self._out.leasing.shared:
+            raise _Changed  # not held: never written unfenced
         recorded = await self._db.endpoints.record(
-            self.id, seen=self._stored, cursors=cursors, standing=standing
+            self.id, seen=self._stored, cursors=cursors, standing=standing, fence=fence
         )
         if not recorded:
             raise _Changed

@@ -25,7 +25,11 @@ The map:
   `engine.py` (SQLAlchemy engines), `transact.py` (a synchronous unit of work in one
   transaction, from async code), `errors.py` (`StorageUnavailable`, storage's one error);
 - `bus.py`: the committed-event bus — after a commit it nudges listeners, which then read past
-  their own cursors.
+  their own cursors;
+- several replicas on one PostgreSQL database: `notify.py` (LISTEN/NOTIFY on one dedicated
+  connection per process, reconnected when it drops), `follow.py` (every replica's commits
+  handed to this process's listeners in position order, once: local ones at once, the others'
+  read after a notification, a safety poll or a reconnect).
 """
 
 from core.storage.database import Database, open_database

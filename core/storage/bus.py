@@ -1,9 +1,12 @@
 """Committed events: an in-process bus that only nudges.
 
-After a write commits, storage publishes the new head position. A listener never receives events
-from the bus; it is woken, then reads what is new after its own cursor from the database, so news
-survives a restart and a slow listener cannot lose anything. Many listeners share one bus; a
-nudge costs nothing per listener beyond waking it.
+Storage publishes a stream's head once everything up to it has been committed and handed to this
+process's listeners (`Database.listen`): on SQLite right after each commit; on PostgreSQL also
+when another replica's commits have been read (`core.storage.follow`). The timeline has one bus
+(`Database.bus`), the task events another (`Database.task_bus`). A listener never receives
+events from the bus; it is woken, then reads what is new after its own cursor from the database,
+so news survives a restart and a slow listener cannot lose anything. Many listeners share one
+bus; a nudge costs nothing per listener beyond waking it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ class CommittedEvents:
 
     @property
     def head(self) -> int:
-        """The highest position known to be committed in this process."""
+        """The highest position published: it and everything before it are committed."""
         return self._head
 
     def publish(self, position: int) -> None:

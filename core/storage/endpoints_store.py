@@ -5,7 +5,10 @@ A new endpoint's cursors are taken inside the writer's transaction from the stre
 it starts exactly at the head of both streams (or where it was told). The delivery worker moves
 them with `RecordAttempt`, a compare-and-set: it names the cursors it last stored, and nothing
 changes when the row says otherwise — an operator replayed or deleted the endpoint meanwhile, or
-parked or disabled it went — so an answer that arrives late never undoes a replay.
+parked or disabled it went — so an answer that arrives late never undoes a replay. With several
+replicas, each endpoint is delivered by the holder of its lease (`LeaseKind.ENDPOINT`, the
+endpoint's id), and `RecordAttempt` names the holder's fence: a replica that lost the lease
+cannot move the cursors or the standing (`LeaseLost`).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ from core.model.endpoints import (
     replayed,
 )
 from core.model.errors import NotFound
+from core.model.leases import Fence, LeaseKind
 from core.model.tasks import TaskEvent
 from core.model.timeline import ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.ids import new_id
+from core.storage.leases_store import check_fence
 from core.storage.rows import from_micros, to_micros
 from core.storage.tasks_store import event_from_row
 from core.storage.transact import Transactor
@@ -143,16 +148,20 @@ class CreateEndpoint(NoRuns):
 class RecordAttempt(NoRuns):
     """The worker's account of an attempt (or of events its filters passed over): the cursors
     it stored last (`seen`), the ones it has reached, and the standing now. False, changing
-    nothing, when the row is no longer active at `seen`."""
+    nothing, when the row is no longer active at `seen`. `fence`: the worker's claim on the
+    endpoint's lease (`LeaseLost` when it is not the lease's any more; None: the only process)."""
 
     endpoint_id: EndpointId
     seen: Cursors
     cursors: Cursors
     standing: Standing
+    fence: Fence | None = None
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        pass  # the update itself says whether the row is still as the worker saw it
+        # The update itself says whether the row is still as the worker saw it.
+        if self.fence is not None:
+            check_fence(batch, LeaseKind.ENDPOINT, self.endpoint_id, self.fence)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         changed = batch.connection.execute(
@@ -250,9 +259,16 @@ class SqlEndpointRepository:
         return await self._writer.run(CreateEndpoint(url, secret, filters, start, task_start))
 
     async def record(
-        self, endpoint_id: EndpointId, *, seen: Cursors, cursors: Cursors, standing: Standing
+        self,
+        endpoint_id: EndpointId,
+        *,
+        seen: Cursors,
+        cursors: Cursors,
+        standing: Standing,
+        fence: Fence | None = None,
     ) -> bool:
-        return await self._writer.run(RecordAttempt(endpoint_id, seen, cursors, standing))
+        """False when the row is not as seen; `LeaseLost` when `fence` is no longer the lease's."""
+        return await self._writer.run(RecordAttempt(endpoint_id, seen, cursors, standing, fence))
 
     async def replay(
         self, endpoint_id: EndpointId, *, start: int | None = None, task_start: int | None = None

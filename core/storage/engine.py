@@ -16,14 +16,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
+
+
+def dialect_of(connection: Connection) -> Any:
+    """The dialect module (`sqlalchemy.dialects.postgresql` or `.sqlite`) whose `insert` has
+    `on_conflict_do_nothing` / `on_conflict_do_update`, for this connection's backend."""
+    return postgresql if connection.dialect.name == "postgresql" else sqlite
 
 
 def _prepare_sqlite(sync_engine: Engine, *, writer: bool) -> None:

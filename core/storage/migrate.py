@@ -1,17 +1,43 @@
-"""Upgrading the schema with Alembic, on SQLite and PostgreSQL alike."""
+"""Upgrading the schema with Alembic, on SQLite and PostgreSQL alike.
+
+On PostgreSQL several processes may upgrade the same database at the same moment (replicas
+started together, `rolecall db upgrade` beside a starting `rolecall serve`). Alembic does
+nothing to serialise them: two would each find the schema missing and create the same tables,
+and one would fail on a catalogue constraint. So an upgrade on PostgreSQL first takes the
+session-level advisory lock `MIGRATION_LOCK` on the connection it migrates on, and releases it
+once its transaction has committed: a concurrent upgrader waits for the lock, then reads the
+revision the first one committed (READ COMMITTED) and finds nothing, or only what is newer, to
+do. When the process dies holding the lock, its session ends and the server releases the lock.
+
+SQLite needs no lock: the migration's transaction begins with `BEGIN IMMEDIATE`, which already
+makes a second writer wait (`core.storage.engine`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.storage.engine import create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+MIGRATION_LOCK = (0x526F6C65, 0x63616C6C)
+"""The advisory lock key every upgrader of a PostgreSQL database takes: the bytes of "Role" and
+"call" as the two-integer key. The two-integer keys are a key space apart from the one-bigint
+keys, which the storage's transaction-scoped locks hash names into (`core.storage.tasks_store`),
+so no other lock can be this one."""
+
+_LOCK = text("SELECT pg_advisory_lock(:classid, :objid)")
+_UNLOCK = text("SELECT pg_advisory_unlock(:classid, :objid)")
+_KEY = {"classid": MIGRATION_LOCK[0], "objid": MIGRATION_LOCK[1]}
 
 
 def _config(connection: Connection) -> Config:
@@ -27,11 +53,36 @@ def _upgrade(connection: Connection) -> str:
     return revision or "base"
 
 
+@asynccontextmanager
+async def _one_upgrader_at_a_time(connection: AsyncConnection) -> AsyncIterator[None]:
+    """Hold `MIGRATION_LOCK` on PostgreSQL for the block; nothing on SQLite."""
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    # The lock is the session's, so it outlives this transaction; waiting for it is unbounded
+    # (a migration's statements are: see `create_engine`), as long as the holder's upgrade.
+    async with connection.begin():
+        await connection.execute(_LOCK, _KEY)
+    try:
+        yield
+    finally:
+        # A connection that was lost has no session left to unlock: the server released it.
+        if not connection.invalidated:
+            async with connection.begin():
+                await connection.execute(_UNLOCK, _KEY)
+
+
 async def upgrade_schema(url: str) -> str:
-    """Bring the database at `url` to the newest revision; return the revision now in force."""
+    """Bring the database at `url` to the newest revision; return the revision now in force.
+    On PostgreSQL concurrent callers take turns (`MIGRATION_LOCK`) and all succeed."""
     engine = create_engine(url, pool_size=1, writer=True)
     try:
-        async with engine.begin() as connection:
+        # Left to right in, right to left out: locked, then begun; committed, then unlocked.
+        async with (
+            engine.connect() as connection,
+            _one_upgrader_at_a_time(connection),
+            connection.begin(),
+        ):
             return await connection.run_sync(_upgrade)
     finally:
         await engine.dispose()

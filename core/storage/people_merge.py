@@ -21,13 +21,13 @@ thread's *roles* only, which a rename does not change).
 from __future__ import annotations
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.model.participants import Address
 from core.model.people import MergePlan, plan_merge, readdressed
 from core.model.timeline import ThreadId
 from core.storage import schema
 from core.storage.batch import Batch
+from core.storage.engine import dialect_of
 
 _t, _p, _e = schema.threads, schema.thread_participants, schema.events
 _THREADS_OF = select(_p.c.thread_id).where(_p.c.address == bindparam("address"))
@@ -71,7 +71,7 @@ def merge_threads(batch: Batch, old: Address, new: Address) -> MergePlan:
         for thread_id in plan.renames:
             _rename_in_batch(batch, thread_id, old, new)
     if plan.predecessors:
-        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+        dialect = dialect_of(connection)
         connection.execute(
             dialect.insert(schema.thread_predecessors).on_conflict_do_nothing(),
             [

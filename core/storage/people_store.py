@@ -30,7 +30,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.model.errors import Conflict, NotFound
 from core.model.participants import Address, ParticipantKind, kind_of
@@ -59,6 +58,7 @@ from core.model.people import (
 from core.model.timeline import ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Raced, Reads
+from core.storage.engine import dialect_of
 from core.storage.pages import DEFAULT_PAGE
 from core.storage.people_merge import merge_threads
 from core.storage.rows import from_micros
@@ -104,10 +104,6 @@ def _micros(delta: timedelta) -> int:
     return delta // timedelta(microseconds=1)
 
 
-def _dialect(connection: Connection) -> Any:
-    return postgresql if connection.dialect.name == "postgresql" else sqlite
-
-
 def _locked_person(connection: Reads, slug: str) -> Person:
     row = connection.execute(_PERSON_FOR_UPDATE, {"slug": slug}).first()
     if row is None:
@@ -133,7 +129,7 @@ def _insert_person(
     batch: Batch, slugs: Iterable[str], display_name: str, email: str | None
 ) -> Person | None:
     """Insert a person under the first of `slugs` free now; None when they are all taken."""
-    insert = _dialect(batch.connection).insert(_p).on_conflict_do_nothing(index_elements=["slug"])
+    insert = dialect_of(batch.connection).insert(_p).on_conflict_do_nothing(index_elements=["slug"])
     for slug in slugs:
         row: dict[str, Any] = {"slug": slug, "display_name": display_name, "email": email}
         row |= {"active": True, "created_at": batch.now, "merged_into": None}
@@ -156,7 +152,7 @@ def _insert_derived(batch: Batch, display_name: str, email: str | None) -> Perso
 def _attach(batch: Batch, identity: Identity, slug: str) -> bool:
     """Give `identity` to the person; False when it had a person already (a race lost)."""
     insert = (
-        _dialect(batch.connection).insert(_i).on_conflict_do_nothing(index_elements=["address"])
+        dialect_of(batch.connection).insert(_i).on_conflict_do_nothing(index_elements=["address"])
     )
     row = {"address": str(identity), "person_slug": slug, "created_at": batch.now}
     return bool(batch.connection.execute(insert, row).rowcount == 1)
@@ -313,7 +309,7 @@ class MintLinkCode(NoRuns):
         connection = batch.connection
         connection.execute(delete(_c).where(_c.c.expires_at < batch.now - _micros(_KEEP_EXPIRED)))
         expires = batch.now + _micros(self.ttl)
-        insert = _dialect(connection).insert(_c).on_conflict_do_nothing()
+        insert = dialect_of(connection).insert(_c).on_conflict_do_nothing()
         while True:  # a digest already stored (one chance in 2**40) is drawn again
             code = new_link_code()
             row = {

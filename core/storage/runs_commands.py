@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, insert, update
 
 from core.model.errors import Conflict, NotAllowed
+from core.model.leases import Fence, LeaseKind
 from core.model.participants import Address
 from core.model.runs.conversation import FRESH_SESSION_NOTICE
 from core.model.runs.run import (
@@ -42,6 +43,7 @@ from core.model.timeline import AnyEvent, Message, SystemNote, ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, RunState
 from core.storage.ids import new_id
+from core.storage.leases_store import check_fence
 from core.storage.rows import from_micros
 from core.storage.runs_reads import conversation_run, run, task_run
 from core.storage.statements import DriverStatement
@@ -148,6 +150,8 @@ class AdvanceCursor:
     to: int
     expected_task_cursor: int
     task_to: int
+    fence: Fence | None = None
+    """The host's claim on the run, when replicas share the database: refused once lost."""
 
     @property
     def thread_ids(self) -> Sequence[ThreadId]:
@@ -159,6 +163,7 @@ class AdvanceCursor:
 
     def check(self, batch: BatchView) -> bool:
         """Whether the cursors are still where the move expects them."""
+        _fenced(batch, self.run_id, self.fence)
         state = batch.run(self.run_id)
         expected = (self.expected_cursor, self.expected_task_cursor)
         return not is_superseded((state.cursor, state.task_cursor), expected)
@@ -215,12 +220,14 @@ class FinishTurn(_OnThread):
     record: TurnRecord
     session_state: Mapping[str, Any] | None
     failed: bool = False
+    fence: Fence | None = None
 
     @property
     def run_ids(self) -> Sequence[str]:
         return (self.run_id,)
 
     def check(self, batch: BatchView) -> _TurnPlan:
+        _fenced(batch, self.run_id, self.fence)
         thread = batch.thread(self.thread_id)
         role = Address(f"role:{self.role}")
         said = [*self.messages, *([self.notice] if self.notice is not None else [])]
@@ -459,6 +466,7 @@ class FinishTaskTurn:
     session_state: Mapping[str, Any] | None
     failed: bool = False
     thread_ids: Sequence[ThreadId] = ()
+    fence: Fence | None = None
 
     @property
     def run_ids(self) -> Sequence[str]:
@@ -466,6 +474,7 @@ class FinishTaskTurn:
 
     def check(self, batch: BatchView) -> Task | None:
         """The task the comments go to, locked (None: no comments)."""
+        _fenced(batch, self.run_id, self.fence)
         state = batch.run(self.run_id)
         # A task run has no conversation cursor: only its task cursor must be where it was.
         if is_superseded((state.task_cursor,), (self.expected_task_cursor,)):
@@ -489,3 +498,10 @@ class FinishTaskTurn:
             replies=lambda: posted,
             error=self.record.error,
         )
+
+
+def _fenced(batch: BatchView, run_id: RunId, fence: Fence | None) -> None:
+    """A write the run host makes as the run's owner commits only while it still is: with
+    replicas, a host that lost its lease (it stalled, another took the run over) is refused."""
+    if fence is not None:
+        check_fence(batch, LeaseKind.RUN, run_id, fence)

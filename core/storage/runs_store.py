@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from core.model.leases import Fence
 from core.model.participants import Address
 from core.model.runs.run import Run, RunId, Turn
 from core.model.runs.tokens import digest, new_token
@@ -63,8 +64,10 @@ class SqlRunRepository:
         record: TurnRecord,
         session_state: Mapping[str, Any] | None,
         failed: bool = False,
+        fence: Fence | None = None,
     ) -> Run:
-        """Commit the end of a task run's turn; the run as it now stands."""
+        """Commit the end of a task run's turn; the run as it now stands. `fence`: the host's
+        claim on the run (replicas), without which the end is refused (`lease_lost`)."""
         assert run.task_id is not None
         end = await self._writer.run(
             FinishTaskTurn(
@@ -77,6 +80,7 @@ class SqlRunRepository:
                 record,
                 session_state,
                 failed,
+                fence=fence,
             )
         )
         session = run.session
@@ -92,19 +96,23 @@ class SqlRunRepository:
             session=session,
         )
 
-    async def advance_task_cursor(self, run: Run, task_to: int) -> Run | None:
+    async def advance_task_cursor(
+        self, run: Run, task_to: int, *, fence: Fence | None = None
+    ) -> Run | None:
         """Move a task run's task cursor over its own events; None when it had moved on."""
         moved = await self._writer.run(
-            AdvanceCursor(None, run.id, run.cursor, run.cursor, run.task_cursor, task_to)
+            AdvanceCursor(None, run.id, run.cursor, run.cursor, run.task_cursor, task_to, fence)
         )
         return replace(run, task_cursor=task_to) if moved else None
 
-    async def advance_cursor(self, run: Run, to: int, task_to: int) -> Run | None:
+    async def advance_cursor(
+        self, run: Run, to: int, task_to: int, *, fence: Fence | None = None
+    ) -> Run | None:
         """Move the cursors of `run` (as the caller knew it) to `to` and `task_to`: the run as
         it now stands, or None when it had moved on meanwhile."""
         assert run.thread_id is not None
         moved = await self._writer.run(
-            AdvanceCursor(run.thread_id, run.id, run.cursor, to, run.task_cursor, task_to)
+            AdvanceCursor(run.thread_id, run.id, run.cursor, to, run.task_cursor, task_to, fence)
         )
         return replace(run, cursor=to, task_cursor=task_to) if moved else None
 
@@ -119,6 +127,7 @@ class SqlRunRepository:
         record: TurnRecord,
         session_state: Mapping[str, Any] | None,
         failed: bool = False,
+        fence: Fence | None = None,
     ) -> tuple[TurnEnd, Run]:
         """Commit the end of a turn of `run`; the answer, and the run as it now stands."""
         assert run.thread_id is not None
@@ -136,6 +145,7 @@ class SqlRunRepository:
                 record,
                 session_state,
                 failed,
+                fence,
             )
         )
         session = run.session

@@ -47,6 +47,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -503,6 +504,62 @@ endpoints = Table(
     Column("next_attempt_at", BigInteger),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+)
+
+replicas = Table(
+    "replicas",
+    metadata,
+    # The `rolecall serve` processes sharing this database (docs/scale.md): each registers at
+    # start, beats its heart while it serves, and is marked stopped when it stops cleanly.
+    Column("id", String(64), primary_key=True),
+    Column("address", Text),
+    Column("started_at", BigInteger, nullable=False),
+    Column("heartbeat_at", BigInteger, nullable=False),
+    Column("stopped_at", BigInteger),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    # Who holds what, and until when: a run ("run", run id), an endpoint's delivery, a Slack
+    # app's delivery, housekeeping. `fence` grows with every claim and never goes back (a release
+    # keeps the row, holder ''), so a holder that lost its lease cannot pass for the new one.
+    Column("kind", String(16), primary_key=True),
+    Column("subject", String(160), primary_key=True),
+    Column("holder", String(64), nullable=False),
+    Column("fence", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Index(None, "holder"),
+)
+
+cluster_facts = Table(
+    "cluster_facts",
+    metadata,
+    # What every replica must agree on, recorded by the first: fingerprints of the operator
+    # token and the widget key (never the secrets themselves).
+    Column("name", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+tool_budgets = Table(
+    "tool_budgets",
+    metadata,
+    # The tool calls a run's running turn may still make, counted wherever its agent's calls
+    # land (several replicas): written by the run's owner when an attempt begins.
+    Column("run_id", String(32), primary_key=True),
+    Column("attempt", String(32), nullable=False),
+    Column("allowed", Integer, nullable=False),
+    Column("used", Integer, nullable=False),
+    Column("refused", Integer, nullable=False),
+)
+
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    # Token buckets shared by every replica (how fast one identity may post from the widget).
+    Column("key", String(300), primary_key=True),
+    Column("level", Float, nullable=False),
+    Column("at", BigInteger, nullable=False),
 )
 
 MEMORY_SEARCH = "memory_search"

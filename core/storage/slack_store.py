@@ -13,6 +13,11 @@ post's `ts` (`PostedToSlack`) or that gives it up (`GiveUpPost`). An intent foun
 says an earlier attempt — of this worker before a restart, or of another replica's — may have
 reached Slack without its ts being recorded: the delivery looks for the post in the DM's history
 (by the event id in its metadata) before it posts again.
+
+With several replicas, a role's delivery is made by the holder of its lease (`LeaseKind.SLACK`,
+the role's name): the intent to post and the cursor's move name the holder's fence, so a
+replica that lost the lease can neither post (its intent is refused before the post) nor move
+the cursor (`LeaseLost`).
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.model.errors import RolecallError
+from core.model.leases import Fence, LeaseKind
 from core.model.participants import Address
 from core.model.timeline import AnyEvent, EventId, MessageContext, ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
+from core.storage.engine import dialect_of
+from core.storage.leases_store import check_fence
 from core.storage.threads_commands import PostMessage, Retract
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
@@ -49,10 +56,6 @@ _ev, _cv, _m, _cur, _out = (
 _HEAD = select(schema.stream_positions.c.value).where(
     schema.stream_positions.c.stream == schema.EVENTS_STREAM
 )
-
-
-def _dialect(connection: Connection):  # type: ignore[no-untyped-def]
-    return postgresql if connection.dialect.name == "postgresql" else sqlite
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,7 @@ def _upserts(connection: Connection) -> _Upserts:
     name = connection.dialect.name
     found = _UPSERTS.get(name)
     if found is None:
-        found = _UPSERTS[name] = _Upserts.of(_dialect(connection))
+        found = _UPSERTS[name] = _Upserts.of(dialect_of(connection))
     return found
 
 
@@ -330,15 +333,18 @@ class PostedToSlack(NoRuns):
 class IntendToPost(NoRuns):
     """The delivery is about to post a timeline event to a DM: committed before the post.
     True when the intent is new; False when it was there already (an earlier attempt, which
-    may have reached Slack)."""
+    may have reached Slack). `fence`: the delivery's claim on the role's lease (`LeaseLost`
+    when it is not the lease's any more: nothing may be posted; None: the only process)."""
 
     role: str
     message_id: EventId
     channel_id: str
+    fence: Fence | None = None
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        pass
+        if self.fence is not None:
+            check_fence(batch, LeaseKind.SLACK, self.role, self.fence)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
         inserted = batch.connection.execute(
@@ -403,12 +409,16 @@ class BindSlackConversation(NoRuns):
 
 @dataclass(frozen=True, slots=True)
 class AdvanceSlackCursor(NoRuns):
+    """The role's delivery went past `position`; `fence` as for `IntendToPost`."""
+
     role: str
     position: int
+    fence: Fence | None = None
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        pass
+        if self.fence is not None:
+            check_fence(batch, LeaseKind.SLACK, self.role, self.fence)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         _advance(batch, self.role, self.position)
@@ -464,9 +474,12 @@ class SqlSlackRepository:
     async def posted(self, command: PostedToSlack) -> None:
         await self._writer.run(command)
 
-    async def intend(self, role: str, message_id: EventId, channel_id: str) -> bool:
-        """Commit the intent to post; False when an earlier attempt left it (see the module)."""
-        return await self._writer.run(IntendToPost(role, message_id, channel_id))
+    async def intend(
+        self, role: str, message_id: EventId, channel_id: str, *, fence: Fence | None = None
+    ) -> bool:
+        """Commit the intent to post; False when an earlier attempt left it (see the module);
+        `LeaseLost` when `fence` is no longer the lease's."""
+        return await self._writer.run(IntendToPost(role, message_id, channel_id, fence))
 
     async def give_up(self, role: str, message_id: EventId) -> None:
         await self._writer.run(GiveUpPost(role, message_id))
@@ -486,8 +499,9 @@ class SqlSlackRepository:
             BindSlackConversation(role, binding.team_id, binding.channel_id, binding.thread_id)
         )
 
-    async def advance(self, role: str, position: int) -> None:
-        await self._writer.run(AdvanceSlackCursor(role, position))
+    async def advance(self, role: str, position: int, *, fence: Fence | None = None) -> None:
+        """`LeaseLost` when `fence` is no longer the lease's."""
+        await self._writer.run(AdvanceSlackCursor(role, position, fence))
 
     async def bindings(self, role: str) -> list[SlackBinding]:
         def read(c: Connection) -> list[SlackBinding]:
@@ -501,6 +515,24 @@ class SqlSlackRepository:
                 for r in rows
             ]
 
+        return await self._reads.transact(read)
+
+    async def bindings_of(self, role: str, thread_ids: Sequence[ThreadId]) -> list[SlackBinding]:
+        """The DMs bound to these threads (bound through any replica)."""
+
+        def read(c: Connection) -> list[SlackBinding]:
+            rows = c.execute(
+                select(
+                    _cv.c.team_id, _cv.c.channel_id, _cv.c.thread_id, _cv.c.since_position
+                ).where(_cv.c.role == role, _cv.c.thread_id.in_(list(thread_ids)))
+            )
+            return [
+                SlackBinding(r.team_id, r.channel_id, ThreadId(r.thread_id), r.since_position)
+                for r in rows
+            ]
+
+        if not thread_ids:
+            return []
         return await self._reads.transact(read)
 
     async def cursor(self, role: str) -> int | None:

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from channels.edge.leasing import LeaseTerms
 from channels.edge.requests import DATABASE_KEY, ROLES_KEY, field, read_object, read_query
 from channels.webhooks.outbound import Outbound
 from core.model.endpoints import (
@@ -38,7 +39,8 @@ from core.model.endpoints import (
 )
 from core.model.errors import InvalidInput, NotFound
 from core.model.timeline import ThreadId
-from gateway.settings import Settings
+from gateway.replica import REPLICA_KEY
+from gateway.settings import Settings, lease_terms
 
 OUTBOUND_KEY = web.AppKey("outbound", Outbound)
 
@@ -47,12 +49,16 @@ routes = web.RouteTableDef()
 
 def add_routes(app: web.Application, settings: Settings) -> None:
     """The routes, and the delivery workers started and stopped with the gateway (after the
-    database has opened, before it closes)."""
+    database has opened, before it closes); with replicas, each endpoint delivered by one of
+    them at a time (`channels.webhooks.outbound`)."""
     app.add_routes(routes)
-    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings))
+    leases = lease_terms(settings, app[REPLICA_KEY])
+    app.cleanup_ctx.append(lambda app: _lifecycle(app, settings, leases))
 
 
-async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[None]:
+async def _lifecycle(
+    app: web.Application, settings: Settings, leases: LeaseTerms
+) -> AsyncIterator[None]:
     outbound = Outbound(
         app[DATABASE_KEY],
         policy=RetryPolicy(
@@ -62,6 +68,7 @@ async def _lifecycle(app: web.Application, settings: Settings) -> AsyncIterator[
         ),
         allow_private=settings.endpoints_allow_private,
         timeout=settings.endpoints_timeout,
+        leasing=leases.leasing(app[DATABASE_KEY].leases),
     )
     try:
         await outbound.start()

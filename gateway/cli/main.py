@@ -24,6 +24,7 @@ from gateway.cli.commands import (
     hooks,
     memory,
     people,
+    replicas,
     runs,
     serve,
     slack,
@@ -43,6 +44,7 @@ COMMAND_GROUPS = (
     endpoints.add_commands,
     memory.add_commands,
     hooks.add_commands,
+    replicas.add_commands,
 )
 
 

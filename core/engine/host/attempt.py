@@ -76,6 +76,6 @@ async def collect(
             steps.append(ToolCall(name, arguments, result=result, error=error))
     if (note := mending.step()) is not None:
         steps.append(note)
-    if budget.refused:
+    if await budget.refusals():  # the calls it refused, wherever they landed
         steps.append(ToolsRefused(refused=budget.refused, limit=budget.limit))
     return Attempted(session=session, steps=tuple(steps), replies=tuple(replies))

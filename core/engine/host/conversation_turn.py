@@ -23,6 +23,7 @@ from core.engine.host.drafts import Draft, DraftKind, DraftListener
 from core.engine.host.turn import HostLimits
 from core.engine.runtimes.base import Prompt, PromptEvent
 from core.engine.tools import RunTools
+from core.model.leases import Fence
 from core.model.roles.role import Role
 from core.model.runs.conversation import (
     EndOfTurn,
@@ -58,9 +59,11 @@ class ConversationTurn:
         limits: HostLimits,
         activity: Activity,
         drafts: DraftListener,
+        fence: Fence | None = None,
     ) -> None:
         assert given.run.thread_id is not None
         self._db = database
+        self._fence = fence
         self._role = role
         self._plan = plan
         self._limits = limits
@@ -116,6 +119,7 @@ class ConversationTurn:
             record=record,
             session_state=session_state,
             failed=failed,
+            fence=self._fence,
         )
         return after
 

@@ -17,7 +17,9 @@ Rules, in the order a nudge meets them:
   one after another while news keeps arriving.
 - **Slots.** A turn holds its role's slot (`max_concurrent_turns`, or one for a role with
   `concurrent_threads: false`, which serialises all its turns) and one of the host's `slots`.
-  Different threads run concurrently: a slow turn holds only its own run's loop.
+  Different threads run concurrently: a slow turn holds only its own run's loop. With replicas
+  the role's limit holds across all of them: a turn also holds one of the role's cluster slots
+  (`core.engine.host.slots`).
 - **Idle sleep.** A session unused for the role's `idle_sleep_after` is closed and the run is
   forgotten here (its state is stored with every turn); the next nudge wakes it: the runtime
   resumes the same session from its stored state.
@@ -33,6 +35,10 @@ Rules, in the order a nudge meets them:
 - **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
   has not looked at its thread's latest event, and every run with task news past its task
   cursor, is nudged again.
+- **Replicas.** With several replicas on one database, a run is driven only by the host that
+  holds its lease (`ownership`, `core.engine.host.ownership`): a nudged run is claimed before
+  it is read, writes as its owner are fenced, a run put to sleep is released, and `take_over`
+  nudges the runs whose owner died or handed them back.
 """
 
 from __future__ import annotations
@@ -48,14 +54,18 @@ from core.engine.host.conversation_turn import ConversationTurn
 from core.engine.host.drafts import Draft, DraftListener
 from core.engine.host.live import LiveRun
 from core.engine.host.observer import HostObserver, NoObserver
+from core.engine.host.ownership import Ownership, SoleOwner
 from core.engine.host.reads import TurnReads
+from core.engine.host.remote import RemoteControl
 from core.engine.host.sessions import Sessions, ToolGrant
+from core.engine.host.slots import SoleSlots, TurnSlots
 from core.engine.host.task_turn import TaskTurn
 from core.engine.host.turn import HostLimits, TurnEndNotStored, TurnTaker
 from core.engine.runtimes.base import ToolAccess
 from core.engine.runtimes.registry import Runtimes
-from core.engine.tools import ToolBudget
+from core.engine.tools.budget import LocalBudgets, ToolBudget, ToolBudgets
 from core.model.errors import Conflict, NotFound
+from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.roles.role import Role
 from core.model.runs.conversation import plan_turn
@@ -65,12 +75,15 @@ from core.model.tasks import TaskEvent, TaskId
 from core.model.timeline import AnyEvent, Message, ThreadId
 from core.storage.database import Database
 from core.storage.errors import StorageUnavailable
+from core.storage.rows import to_micros
 
 __all__ = ["HostLimits", "RunHost"]
 
 log = logging.getLogger("rolecall.host")
 
 ROLE_CACHE_LIMIT = 100_000
+FRESH_WAIT = 2.0
+"""Seconds "start fresh" waits for the replica driving the run to let its old session go."""
 RETRY_MOST = 30.0
 """Seconds at most between a failed read or turn's end of a run and its next try."""
 
@@ -99,11 +112,20 @@ class RunHost:
         clock: Callable[[], datetime] = _utc_now,
         observer: HostObserver | None = None,
         tools_url: str | None = None,
+        ownership: Ownership | None = None,
+        tool_budgets: ToolBudgets | None = None,
+        slots: TurnSlots | None = None,
     ) -> None:
         """`tools_url`: the gateway's base URL as agents outside this process reach it; with
         it, runtimes that want tools get a fresh token of their run at every session start,
-        revoked when the session is let go."""
+        revoked when the session is let go. `ownership`: who runs which run when replicas
+        share the database (default: this host runs them all). `tool_budgets`: where turns' tool
+        calls are counted (default: in this process; `SharedBudgets` when replicas share the
+        database); `slots`: the roles' turn slots across replicas (default: this host's own
+        are the whole limit)."""
         self._db = database
+        self._owner: Ownership = ownership or SoleOwner()
+        self._cluster_slots: TurnSlots = slots or SoleSlots()
         self._roles = dict(roles)
         self._limits = limits or HostLimits()
         self._clock = clock
@@ -114,7 +136,10 @@ class RunHost:
         )
         self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
         self._draft_listeners: list[DraftListener] = []
-        self._turns = TurnTaker(self._sessions, self._limits, clock, self._observer)
+        self._tool_budgets = tool_budgets or LocalBudgets()
+        self._turns = TurnTaker(
+            self._sessions, self._limits, clock, self._observer, self._tool_budgets
+        )
         self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
         """Awake runs by ("thread", thread id, role) or ("task", task id, role)."""
@@ -131,6 +156,7 @@ class RunHost:
         self._task_news: list[TaskEvent] = []
         self._commits = asyncio.Event()
         self._stop_listening: Callable[[], None] | None = None
+        self._control: RemoteControl | None = None
 
     def _tool_grant(self, base: str) -> ToolGrant:
         async def grant(run: Run) -> ToolAccess:
@@ -169,6 +195,10 @@ class RunHost:
 
     async def start(self) -> None:
         self._stop_listening = self._db.listen(self._on_commit)
+        replica, messenger = self._owner.replica, self._db.notifications
+        if replica is not None and messenger is not None:
+            self._control = RemoteControl(messenger, replica, self._act)
+            await self._control.start()
         for thread_id, role in await self._db.runs.conversations_with_news():
             self.nudge(thread_id, role)
         for thread_id, role in await self._db.subscriptions.runs_with_news():
@@ -186,6 +216,9 @@ class RunHost:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
+        if self._control is not None:
+            await self._control.stop()
+            self._control = None
         tasks = self._background + [live.driving for live in self._live.values() if live.driving]
         for task in tasks:
             task.cancel()
@@ -329,6 +362,8 @@ class RunHost:
                 live.nudged = False
                 try:
                     await self._read_and_turn(live)
+                except LeaseLost:
+                    await self._lost(live)
                 except Exception as failure:
                     where = f"task {live.task_id}" if live.task_id else f"thread {live.thread_id}"
                     if isinstance(failure, TurnEndNotStored):  # logged where it happened
@@ -356,9 +391,13 @@ class RunHost:
             runs = self._db.runs
             if live.run is None:  # (re)loaded: what it may have missed includes task news
                 live.tasks_pending = True
-                live.run, _ = await runs.ensure_conversation_run(live.thread_id, live.role)
+                live.run = await self._conversation_run(live.thread_id, live.role)
                 live.run_id = live.run.id
                 self._by_run[live.run.id] = live
+            if not await self._own(live):
+                return
+            if live.run is None:  # claimed just now: read the run as its last owner left it
+                live.run = await runs.get(live.run_id)
             with_tasks, live.tasks_pending = live.tasks_pending, False
             given = await self._reads.read(live.run, with_tasks=with_tasks)
             plan = plan_turn(
@@ -376,7 +415,7 @@ class RunHost:
             if not plan.wakes:
                 if plan.advance:
                     live.run = await runs.advance_cursor(
-                        given.run, plan.cursor_to, plan.task_cursor_to
+                        given.run, plan.cursor_to, plan.task_cursor_to, fence=_fence(live)
                     )
                 return
             turn = ConversationTurn(
@@ -387,16 +426,22 @@ class RunHost:
                 limits=self._limits,
                 activity=self._tell_activity,
                 drafts=self._tell_draft,
+                fence=_fence(live),
             )
-            await self._turns.take(live, role, turn)
+            async with self._cluster_slots.turn(role):
+                await self._turns.take(live, role, turn)
             live.queued_at = self._clock()
 
     async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
         runs = self._db.runs
         if live.run is None:
-            live.run, _ = await runs.ensure_task_run(task_id, live.role)
+            live.run = await self._task_run(task_id, live.role)
             live.run_id = live.run.id
             self._by_run[live.run.id] = live
+        if not await self._own(live):
+            return
+        if live.run is None:  # claimed just now: read the run as its last owner left it
+            live.run = await runs.get(live.run_id)
         given = await runs.task_turn_input(live.run, limit=self._limits.read_limit)
         plan = plan_task_turn(
             given.task,
@@ -409,10 +454,78 @@ class RunHost:
             live.nudged = True
         if not plan.wakes:
             if plan.task_cursor_to > given.run.task_cursor:
-                live.run = await runs.advance_task_cursor(given.run, plan.task_cursor_to)
+                live.run = await runs.advance_task_cursor(
+                    given.run, plan.task_cursor_to, fence=_fence(live)
+                )
             return
-        await self._turns.take(live, role, TaskTurn(self._db, role, given, plan))
+        turn = TaskTurn(self._db, role, given, plan, fence=_fence(live))
+        async with self._cluster_slots.turn(role):
+            await self._turns.take(live, role, turn)
         live.queued_at = self._clock()
+
+    async def _conversation_run(self, thread_id: ThreadId, role: str) -> Run:
+        """The role's run in the thread, made if need be. With replicas it is looked for first
+        (a read): every replica hears of every run, and most are not theirs to drive."""
+        if self._owner.replica is not None:
+            for run in await self._db.runs.of_thread(thread_id):
+                if run.role == role and run.kind is RunKind.CONVERSATION:
+                    return run
+        run, _ = await self._db.runs.ensure_conversation_run(thread_id, role)
+        return run
+
+    async def _task_run(self, task_id: TaskId, role: str) -> Run:
+        """The role's run on the task, made if need be (looked for first, with replicas)."""
+        if self._owner.replica is not None:
+            for run in await self._db.runs.of_task(task_id):
+                if run.role == role:
+                    return run
+        run, _ = await self._db.runs.ensure_task_run(task_id, role)
+        return run
+
+    async def _own(self, live: LiveRun) -> bool:
+        """Whether this host may drive the run: it holds it, or claims it now (then the run is
+        read again: `live.run` is None). False: another replica holds it and was nudged too."""
+        if live.owned is not None:
+            return True
+        assert live.run_id is not None
+        owned = await self._owner.claim(live.run_id, now=to_micros(self._clock()))
+        if owned is None:  # (what is kept of the run is read again if it is ever claimed)
+            return False
+        live.owned = owned
+        if owned.fence is not None:
+            live.run = None
+        return True
+
+    async def _lost(self, live: LiveRun) -> None:
+        """Another replica took the run over (this one stalled past its lease): let go of it
+        without writing anything; its new owner answers what is pending."""
+        log.warning("run %s: another replica holds it now; this one lets it go", live.run_id)
+        live.owned, live.run = None, None
+        await self._sessions.close(live)
+
+    def keep_held(self, held: set[str]) -> None:
+        """The replica's heartbeat found these runs still held by it; any other run this host
+        thinks it holds was lost (its next write as the owner would be refused anyway)."""
+        for run_id, live in self._by_run.items():
+            if live.owned is not None and live.owned.fence is not None and run_id not in held:
+                live.owned = None
+
+    async def take_over(self) -> int:
+        """Nudge the runs of the roles served here whose lease expired while held (their
+        replica died or stalled) or was handed back (their replica stopped); the claims decide
+        which replica drives each. How many were nudged."""
+        now = to_micros(self._clock())
+        orphans = await self._db.leases.orphaned_runs(now=now, roles=sorted(self._roles))
+        for orphan in orphans:
+            if orphan.task_id is not None:
+                self.nudge_task(TaskId(orphan.task_id), orphan.role)
+            elif orphan.thread_id is not None:
+                self.nudge(ThreadId(orphan.thread_id), orphan.role, tasks=True)
+        return len(orphans)
+
+    def owned(self) -> int:
+        """Runs this host holds the lease of."""
+        return sum(1 for live in self._by_run.values() if live.owned is not None)
 
     @contextlib.asynccontextmanager
     async def _slot(self, role: Role) -> AsyncIterator[None]:
@@ -449,21 +562,33 @@ class RunHost:
         ]
         closing = [self._sessions.close(live) for _, live in idle if live.session is not None]
         await asyncio.gather(*closing)
+        released: list[tuple[RunId, Fence]] = []
         for key, live in idle:
             if live.busy or live.session is not None or self._live.get(key) is not live:
                 continue  # nudged while the sessions were closing
             del self._live[key]
             if live.run_id is not None:
                 self._by_run.pop(live.run_id, None)
+                fence = _fence(live)
+                if fence is not None:
+                    released.append((live.run_id, fence))
+            live.owned = None
+        for run_id, fence in released:
+            try:
+                await self._owner.release(run_id, fence)
+            except Exception as error:  # it expires instead
+                log.warning("run %s: its lease could not be released now: %s", run_id, error)
         return len(closing)
 
     # --- control ----------------------------------------------------------------------------
 
     def tool_budget(self, run_id: RunId) -> ToolBudget | None:
         """The tool calls the run's running turn may still make, if a turn of it runs here: the
-        tool surfaces (HTTP and MCP) count the agent's calls against it."""
+        tool surfaces (HTTP and MCP) count the agent's calls against it; else the running
+        attempt's wherever it runs (`tool_budgets`: shared by replicas), or None."""
         live = self._by_run.get(run_id)
-        return live.tool_budget if live is not None else None
+        here = live.tool_budget if live is not None else None
+        return here if here is not None else self._tool_budgets.find(run_id)
 
     def is_awake(self, run_id: RunId) -> bool:
         live = self._by_run.get(run_id)
@@ -485,7 +610,16 @@ class RunHost:
         return live
 
     async def cancel(self, run_id: RunId, *, wait: float = 5.0) -> bool:
-        """Stop the run's running turn at once. False when no turn was running here."""
+        """Stop the run's running turn at once, here or on the replica that holds the run.
+        False when no turn of it was running."""
+        if await self._cancel_here(run_id, wait=wait):
+            return True
+        holder = await self._holder_elsewhere(run_id)
+        if holder is None or self._control is None:
+            return False
+        return bool(await self._control.ask(holder, "cancel", run_id, wait=wait + 1))
+
+    async def _cancel_here(self, run_id: RunId, *, wait: float) -> bool:
         live = self.stop_turn(run_id)
         if live is None:
             return False
@@ -495,17 +629,48 @@ class RunHost:
         return True
 
     async def start_fresh(self, run_id: RunId) -> Run:
-        """Open a new session in the same conversation (see `StartFreshSession`)."""
+        """Open a new session in the same conversation (see `StartFreshSession`); the host
+        that drives the run — this one, or another replica's — lets the old session go."""
         run = await self._db.runs.get(run_id)
         if run.kind is not RunKind.CONVERSATION:
             raise Conflict("only a conversation run can start fresh", code="not_a_conversation")
         if run.role not in self._roles:
             raise NotFound(f"no role named {run.role!r} is configured", code="role_not_found")
         fresh, _note = await self._db.runs.start_fresh(run)
-        live = self._by_run.get(run_id)
-        if live is not None:
-            live.run, live.generation = None, live.generation + 1
-        if live is not None and not live.busy:
-            live.resumable = False  # the old session is done for good
-            await self._sessions.close(live)
+        await self._forget_session(run_id)
+        holder = await self._holder_elsewhere(run_id)
+        if holder is not None and self._control is not None:
+            await self._control.ask(holder, "fresh", run_id, wait=FRESH_WAIT)
         return fresh
+
+    async def _forget_session(self, run_id: RunId) -> bool:
+        """The run started fresh: what this host holds of its old session is done for good."""
+        live = self._by_run.get(run_id)
+        if live is None:
+            return False
+        live.run, live.generation = None, live.generation + 1
+        if not live.busy:
+            live.resumable = False
+            await self._sessions.close(live)
+        return True
+
+    async def _holder_elsewhere(self, run_id: RunId) -> str | None:
+        """The replica other than this one holding the run's lease, unexpired; None if none."""
+        me = self._owner.replica
+        if me is None:
+            return None
+        lease = await self._db.leases.get(LeaseKind.RUN, run_id)
+        now = to_micros(self._clock())
+        if lease is None or not lease.held or lease.holder == me or lease.expires_at < now:
+            return None
+        return lease.holder
+
+    async def _act(self, op: str, run_id: RunId) -> bool:
+        """What another replica asked of a run held here (`core.engine.host.remote`)."""
+        if op == "cancel":
+            return await self._cancel_here(run_id, wait=5.0)
+        return await self._forget_session(run_id)
+
+
+def _fence(live: LiveRun) -> Fence | None:
+    return live.owned.fence if live.owned is not None else None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from core.engine.host.attempt import Attempted
+from core.engine.host.ownership import Owned
 from core.engine.runtimes.base import AgentSession
 from core.engine.tools import ToolBudget
 from core.model.runs.run import Run, RunId, SessionId
@@ -29,6 +30,9 @@ class LiveRun:
     run: Run | None = None
     """The run as this host last knew it (None: read it again). Every write checks the cursor it
     was based on, so a stale copy can only cost a dropped turn end, never a doubled reply."""
+    owned: Owned | None = None
+    """This host's claim on the run (None: not claimed, or lost); its writes as the owner name
+    the claim's fence (`core.engine.host.ownership`)."""
     generation: int = 0
     """Bumped by "start fresh": a turn that began before it must not cache its old session."""
     session: AgentSession | None = None

@@ -57,6 +57,11 @@ class Sessions:
         self.awake = 0
         self.asleep = asleep
 
+    def calls_tools_from_outside(self, role: Role) -> bool:
+        """Whether the role's agent calls the gateway's tools over HTTP or MCP (so possibly on
+        another replica), not in this process."""
+        return self._runtimes.for_role(role).wants_tools
+
     async def for_turn(self, live: LiveRun, role: Role, run: Run) -> AgentSession:
         """The run's current session, woken or started if it is not held yet."""
         if live.session is not None and live.session_id == run.session.id:

@@ -16,6 +16,7 @@ from typing import Any
 from core.engine.host.drafts import DraftKind
 from core.engine.runtimes.base import Prompt
 from core.engine.tools import RunTools
+from core.model.leases import Fence
 from core.model.roles.role import Role
 from core.model.runs.run import Run, TurnCause, TurnOutcome
 from core.model.runs.task import (
@@ -35,10 +36,17 @@ class TaskTurn:
     `given` and planned `plan`."""
 
     def __init__(
-        self, database: Database, role: Role, given: TaskTurnInput, plan: TaskTurnPlan
+        self,
+        database: Database,
+        role: Role,
+        given: TaskTurnInput,
+        plan: TaskTurnPlan,
+        *,
+        fence: Fence | None = None,
     ) -> None:
         self._db = database
         self._plan = plan
+        self._fence = fence
         self.run: Run = given.run
         self.cause: TurnCause = plan.cause
         self.prompt: Prompt = task_prompt(
@@ -83,4 +91,5 @@ class TaskTurn:
             record=record,
             session_state=session_state,
             failed=failed,
+            fence=self._fence,
         )

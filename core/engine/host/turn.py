@@ -35,8 +35,10 @@ from core.engine.host.observer import HostObserver
 from core.engine.host.sessions import Sessions, needs_opening
 from core.engine.host.transcript import Attempt, Mended, Transcript, TranscriptStep
 from core.engine.runtimes.base import AgentSession, Prompt
-from core.engine.tools import RunTools, ToolBudget
+from core.engine.tools import RunTools
+from core.engine.tools.budget import LocalBudgets, ToolBudgets
 from core.model.errors import Conflict
+from core.model.leases import LeaseLost
 from core.model.roles.role import Role
 from core.model.runs.run import Run, TurnCause, TurnOutcome
 from core.model.values import clean_text
@@ -44,6 +46,8 @@ from core.storage.errors import StorageUnavailable
 from core.storage.runs_store import TurnRecord
 
 log = logging.getLogger("rolecall.host")
+LOCAL = LocalBudgets()
+"""The budgets of agents that call their tools in this process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,11 +167,13 @@ class TurnTaker:
         limits: HostLimits,
         clock: Callable[[], datetime],
         observer: HostObserver,
+        budgets: ToolBudgets | None = None,
     ) -> None:
         self._sessions = sessions
         self._limits = limits
         self._clock = clock
         self._observer = observer
+        self._budgets = budgets or LocalBudgets()
 
     async def take(self, live: LiveRun, role: Role, turn: RunTurn[End]) -> None:
         started_at = self._clock()
@@ -233,8 +239,10 @@ class TurnTaker:
             if state is not None or run.session.opened:
                 live.resumable = True
             live.run = after if live.generation == generation else None
-        except Conflict:
+        except Conflict as conflict:
             live.run = None
+            if isinstance(conflict, LeaseLost):
+                live.owned = None
             log.warning("run %s moved on while its turn ran; the turn's end was dropped", run.id)
             outcome = TurnOutcome.SUPERSEDED
             await self._sessions.close(live)
@@ -345,6 +353,11 @@ class TurnTaker:
         async def attempt() -> Attempted:
             if delay:
                 await asyncio.sleep(delay)
+            # each attempt may make the role's tool calls afresh, by whatever surface it reaches;
+            # an agent that calls them in this process needs no budget other replicas can see
+            budgets = self._budgets if self._sessions.calls_tools_from_outside(role) else LOCAL
+            budget = await budgets.open(turn.run.id, role.max_tool_calls_per_turn)
+            live.tool_budget = turn.tools.budget = budget
             began.append(self._clock())
             session = await self._sessions.for_turn(live, role, turn.run)
             told.append(turn.prompt)
@@ -356,16 +369,15 @@ class TurnTaker:
                 turn.draft(DraftKind.ABANDONED, "")
                 raise
 
-        # each attempt may make the role's tool calls afresh, by whatever surface it reaches
-        budget = ToolBudget(role.max_tool_calls_per_turn)
-        live.tool_budget = turn.tools.budget = budget
         live.attempt = asyncio.create_task(attempt())
         try:
             async with asyncio.timeout(role.turn_timeout + delay):
                 return await live.attempt
         finally:
             live.attempt = None
-            live.tool_budget = turn.tools.budget = None
+            budget, live.tool_budget, turn.tools.budget = live.tool_budget, None, None
+            if budget is not None:
+                await self._budgets.close(budget)  # (a local budget is nothing to close)
 
     def _attempt_record(self, began: list[datetime], error: str | None) -> Attempt:
         finished = self._clock()

@@ -52,7 +52,7 @@ async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     too deep) are named in the error. Every call counts against the turn's budget, a bad one too
     (an agent looping on a wrong call is cut off all the same)."""
     if tools.budget is not None:
-        tools.budget.spend(name)
+        await tools.budget.spend(name)
     tool = TOOLS.get(name)
     if tool is None:
         raise NotFound(

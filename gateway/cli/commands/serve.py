@@ -45,11 +45,13 @@ def serve_command(args: argparse.Namespace) -> int:
     from gateway.logs import configure_logging
     from gateway.roles import configured_roles
     from gateway.settings import ensure_api_token
+    from gateway.single_process import claim_the_database
 
     try:  # every manifest is checked before anything is written
         roles = configured_roles(settings)
     except ManifestError as exc:
         raise Failure(exc.message, EXIT_USAGE) from None
+    claim_the_database(settings.database)  # SQLite: this process only, for its whole life
     try:
         token, token_file = ensure_api_token(settings)
     except OSError as exc:

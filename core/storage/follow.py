@@ -1,0 +1,311 @@
+"""Following the commits of every replica: this process's listeners see every commit, whichever
+replica made it, in position order, once.
+
+Two streams, each with positions of its own: the timeline's events and the task events. For
+each, the follower keeps how far it has **dispatched**: every position up to it has been handed
+to this process's listeners (`Database.listen`), none after it. It starts at the heads read when
+the database is opened: listeners hear what is committed from then on.
+
+- Positions have no gaps and become visible in commit order (`core.storage.writer`), so what
+  the database holds after the dispatched position is exactly what is still to dispatch,
+  whichever replica committed it.
+- The quick way: a local commit (the writer's `on_commit`) whose events start right after the
+  dispatched position, in each stream, is dispatched at once, without a read.
+- The reading way: when a local commit leaves a gap before it (another replica committed in
+  between), a notification from another replica says its heads are beyond ours, the safety poll
+  finds the heads beyond ours, or the notifications connection is back after an outage, the
+  follower reads the events after its positions and dispatches them in order. One read at a
+  time; nudges while it runs make one more read after it, however many they are. What a read
+  finds at or below the dispatched position (a local commit dispatched meanwhile) is skipped,
+  so nothing is dispatched twice; a local commit held back behind a gap is dispatched by the
+  read, in its place.
+- Every local commit is announced to the other replicas after it (`PgNotifications.announce`:
+  coalesced, never inside the writer's transaction, never blocking the writer), payload
+  `"<events head> <task events head> <sent at, µs since the epoch>"`. The receiver's delay
+  since `sent at` is the notify lag (`on_lag`, for metrics).
+- Notifications are not durable; a slow safety poll (`poll_every`) reads the heads, and a
+  reconnect of the notifications connection starts a read. Nothing is missed, only delayed.
+- After each dispatch the dispatched heads are published on the buses (`core.storage.bus`),
+  which only nudge: a bus's head is never beyond what this process's listeners were handed.
+- A listener that raises is logged; the others still hear the events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, select
+
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent
+from core.storage import schema, threads_reads
+from core.storage.bus import CommittedEvents
+from core.storage.endpoints_store import task_events_since
+from core.storage.errors import StorageUnavailable
+from core.storage.notify import PgNotifications
+from core.storage.pages import MAX_PAGE
+from core.storage.transact import Transactor
+
+log = logging.getLogger(__name__)
+
+COMMITS_CHANNEL = "rolecall_commits"
+POLL_EVERY = 5.0
+"""Seconds between the safety poll's reads of the heads."""
+RETRY_EVERY = 1.0
+"""Seconds between attempts to read while the database cannot be reached."""
+
+Listener = Callable[[Sequence[AnyEvent], Sequence[TaskEvent]], None]
+"""Hears the timeline events and the task events of a commit (or of a read of several)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heads:
+    """A position in each stream."""
+
+    events: int
+    tasks: int
+
+    def beyond(self, other: Heads) -> bool:
+        """Whether either stream is past `other`'s."""
+        return self.events > other.events or self.tasks > other.tasks
+
+    def newest(self, other: Heads) -> Heads:
+        return Heads(max(self.events, other.events), max(self.tasks, other.tasks))
+
+
+def heads_payload(heads: Heads, sent_at: float) -> str:
+    """A notification's payload: both heads, and when it was sent (seconds since the epoch)."""
+    return f"{heads.events} {heads.tasks} {round(sent_at * 1_000_000)}"
+
+
+def parse_payload(payload: str) -> tuple[Heads, float]:
+    """The heads and the sending time of a payload (`ValueError` when it is not one)."""
+    events, tasks, sent_at = payload.split()
+    return Heads(int(events), int(tasks)), int(sent_at) / 1_000_000
+
+
+def dispatch(
+    listeners: Sequence[Listener], events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]
+) -> None:
+    """Hand the events to every listener; one that raises is logged and the others still hear."""
+    for listener in list(listeners):
+        try:
+            listener(events, task_events)
+        except Exception:
+            log.exception("a committed-event listener failed")
+
+
+_s = schema.stream_positions
+_HEADS = select(_s.c.stream, _s.c.value).where(
+    _s.c.stream.in_([schema.EVENTS_STREAM, schema.TASK_EVENTS_STREAM])
+)
+
+
+def read_heads(conn: Connection) -> Heads:
+    """The highest committed position of each stream."""
+    values = {row.stream: int(row.value) for row in conn.execute(_HEADS)}
+    return Heads(values.get(schema.EVENTS_STREAM, 0), values.get(schema.TASK_EVENTS_STREAM, 0))
+
+
+def read_after(
+    conn: Connection, after: Heads, limit: int
+) -> tuple[Sequence[AnyEvent], list[TaskEvent]]:
+    """Up to `limit` events of each stream after `after`, in position order (one snapshot)."""
+    events = threads_reads.since(conn, after.events, limit).events
+    return events, task_events_since(conn, after.tasks, limit)
+
+
+class Follower:
+    """Dispatches every replica's commits to this process's listeners (see the module).
+
+    `committed` is the writer's `on_commit`; `start` reads the heads and begins listening."""
+
+    def __init__(
+        self,
+        reads: Transactor,
+        *,
+        listeners: Sequence[Listener],
+        bus: CommittedEvents,
+        task_bus: CommittedEvents,
+        poll_every: float = POLL_EVERY,
+        on_lag: Callable[[float], None] | None = None,
+        page: int = MAX_PAGE,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._reads = reads
+        self._listeners = listeners
+        self._bus = bus
+        self._task_bus = task_bus
+        self._poll_every = poll_every
+        self._on_lag = on_lag
+        self._page = page
+        self._wall_clock = wall_clock
+        self._dispatched = Heads(0, 0)
+        self._following = False
+        """Whether the heads were read at start: until then a notification says nothing."""
+        self._committed_here = Heads(0, 0)
+        """The newest positions this process committed (what it announces)."""
+        self._notifications: PgNotifications | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._again = False
+        self._unreachable = False
+        self._poll: asyncio.Task[None] | None = None
+        self._stops: list[Callable[[], Awaitable[None] | None]] = []
+
+    @property
+    def dispatched(self) -> Heads:
+        return self._dispatched
+
+    async def start(self, notifications: PgNotifications) -> None:
+        """Listen first, then read the heads: a commit after the read is heard of."""
+        self._notifications = notifications
+        self._stops.append(await notifications.listen(COMMITS_CHANNEL, self._heard))
+        self._stops.append(notifications.on_reconnect(self._reconnected))
+        self._dispatched = await self._reads.transact(read_heads)
+        self._following = True
+        self._publish()
+        self._poll = asyncio.create_task(self._safety_poll(), name="rolecall-follow-poll")
+
+    async def stop(self) -> None:
+        for task in (self._poll, self._reading):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        for stop in self._stops:
+            stopped = stop()
+            if stopped is not None:
+                await stopped
+        self._stops.clear()
+
+    def committed(self, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
+        """A commit made here, right after it (the writer's loop: never blocks)."""
+        at = self._dispatched
+        self._committed_here = self._committed_here.newest(
+            Heads(
+                events[-1].position if events else 0,
+                task_events[-1].position if task_events else 0,
+            )
+        )
+        if _follows(events, at.events) and _follows(task_events, at.tasks):
+            self._hand_out(at, events, task_events)
+        else:  # another replica committed in between: the read dispatches this one in order
+            self.nudge()
+        self._announce()
+
+    def nudge(self) -> None:
+        """Read what is committed after the dispatched positions, soon (one read at a time)."""
+        if self._reading is not None and not self._reading.done():
+            self._again = True
+            return
+        self._reading = asyncio.create_task(self._read(), name="rolecall-follow")
+
+    # --- inside -----------------------------------------------------------------------------
+
+    def _hand_out(
+        self, at: Heads, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]
+    ) -> None:
+        """Dispatch events that start right after `at` (the dispatched heads)."""
+        self._dispatched = Heads(
+            events[-1].position if events else at.events,
+            task_events[-1].position if task_events else at.tasks,
+        )
+        dispatch(self._listeners, events, task_events)
+        self._publish()
+
+    def _publish(self) -> None:
+        self._bus.publish(self._dispatched.events)
+        self._task_bus.publish(self._dispatched.tasks)
+
+    def _announce(self) -> None:
+        if self._notifications is None:
+            return
+        self._notifications.announce(
+            COMMITS_CHANNEL,
+            lambda: heads_payload(
+                self._committed_here.newest(self._dispatched), self._wall_clock()
+            ),
+        )
+
+    def _heard(self, payload: str) -> None:
+        if not self._following:  # the heads read at start will include what this is about
+            return
+        try:
+            heads, sent_at = parse_payload(payload)
+        except ValueError:
+            log.warning("a commit notification not understood: %r", payload[:100])
+            self.nudge()
+            return
+        if self._on_lag is not None:
+            try:
+                self._on_lag(max(0.0, self._wall_clock() - sent_at))
+            except Exception:
+                log.exception("the notify lag callback failed")
+        if heads.beyond(self._dispatched):
+            self.nudge()
+
+    def _reconnected(self) -> None:
+        """Notifications were missed while the connection was down, and ours were lost."""
+        if not self._following:
+            return
+        self.nudge()
+        self._announce()
+
+    async def _read(self) -> None:
+        while True:
+            self._again = False
+            try:
+                while not await self._read_page():
+                    pass
+            except Exception:  # a bug, not an outage: the next nudge reads again
+                log.exception("reading the commits of other replicas failed")
+                return
+            if not self._again:
+                return
+
+    async def _read_page(self) -> bool:
+        """Read and dispatch one page of each stream; whether that was all there was."""
+        after = self._dispatched
+        try:
+            events, task_events = await self._reads.transact(
+                lambda c: read_after(c, after, self._page)
+            )
+        except StorageUnavailable as error:
+            if not self._unreachable:
+                log.warning("reading the commits of other replicas failed: %s; retrying", error)
+                self._unreachable = True
+            await asyncio.sleep(RETRY_EVERY)
+            return False
+        if self._unreachable:
+            log.info("reading the commits of other replicas again")
+            self._unreachable = False
+        # The quick way may have dispatched some of them meanwhile: the rest follow on.
+        at = self._dispatched
+        fresh = [e for e in events if e.position > at.events]
+        fresh_tasks = [t for t in task_events if t.position > at.tasks]
+        if fresh or fresh_tasks:
+            self._hand_out(at, fresh, fresh_tasks)
+        return len(events) < self._page and len(task_events) < self._page
+
+    async def _safety_poll(self) -> None:
+        while True:
+            await asyncio.sleep(self._poll_every)
+            try:
+                heads = await self._reads.transact(read_heads)
+            except StorageUnavailable:
+                continue  # said by the reads, and by the writer's requests
+            except Exception:
+                log.exception("the safety poll of the commits failed")
+                continue
+            if heads.beyond(self._dispatched):
+                self.nudge()
+
+
+def _follows(events: Sequence[AnyEvent] | Sequence[TaskEvent], position: int) -> bool:
+    """Whether `events` start right after `position` (or there are none)."""
+    return not events or events[0].position == position + 1

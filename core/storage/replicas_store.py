@@ -1,0 +1,204 @@
+"""Replicas in the database: who serves, since when, and the last sign of life of each.
+
+A replica registers at start (`Register`): refused while another process of the same id beats
+its heart (`replica_live`); otherwise its row is (re)written and whatever a previous process of
+that id still held is handed back at once — that process is gone. It beats its heart every few
+seconds (`Beat`: its row's `heartbeat_at`, and the end of each of its leases moved, in one
+batch) and, stopping cleanly, hands back its leases and marks itself stopped (`Stop`).
+
+`cluster_facts` holds what every replica must agree on, recorded by the first replica to start:
+`Agree` refuses a replica whose fact differs (`cluster_mismatch`) — a fingerprint of a secret,
+never the secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, func, select, update
+
+from core.model.errors import Conflict
+from core.model.leases import FREE, LeaseKind
+from core.model.timeline import ThreadId
+from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns
+from core.storage.engine import dialect_of
+from core.storage.leases_store import renew_all
+from core.storage.transact import Transactor
+from core.storage.writer import Writer
+
+_r, _l, _f = schema.replicas, schema.leases, schema.cluster_facts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replica:
+    id: str
+    address: str | None
+    started_at: int
+    heartbeat_at: int
+    stopped_at: int | None
+    runs_owned: int
+
+
+@dataclass(frozen=True, slots=True)
+class Register(NoRuns):
+    replica_id: str
+    address: str | None
+    timeout: int
+    """Microseconds without a heartbeat after which a replica of this id counts as gone."""
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        row = batch.connection.execute(
+            select(_r.c.heartbeat_at, _r.c.stopped_at).where(_r.c.id == self.replica_id)
+        ).first()
+        if row is not None and row[1] is None and batch.now - row[0] < self.timeout:
+            seconds = (batch.now - row[0]) / 1e6
+            raise Conflict(
+                f"a replica named {self.replica_id!r} is already serving (its last heartbeat "
+                f"was {seconds:.1f} s ago); give each replica its own ROLECALL_REPLICA_ID",
+                code="replica_live",
+            )
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        connection = batch.connection
+        values = {
+            "address": self.address,
+            "started_at": batch.now,
+            "heartbeat_at": batch.now,
+            "stopped_at": None,
+        }
+        insert = dialect_of(connection).insert(_r).values(id=self.replica_id, **values)
+        connection.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
+        connection.execute(
+            update(_l)
+            .where(_l.c.holder == self.replica_id)
+            .values(holder=FREE, expires_at=batch.now)
+        )
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class Beat(NoRuns):
+    """The heartbeat: the replica's row, and every lease it holds renewed for `ttl`. Returns
+    (kind, subject) of the leases it still holds."""
+
+    replica_id: str
+    ttl: int
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], list[tuple[str, str]]]:
+        connection = batch.connection
+        connection.execute(
+            update(_r)
+            .where(_r.c.id == self.replica_id)
+            .values(heartbeat_at=batch.now, stopped_at=None)
+        )
+        held = renew_all(connection, self.replica_id, until=batch.now + self.ttl)
+        return lambda: held
+
+
+@dataclass(frozen=True, slots=True)
+class Stop(NoRuns):
+    """A clean stop: every lease handed back at once, the replica marked stopped."""
+
+    replica_id: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], int]:
+        connection = batch.connection
+        handed = connection.execute(
+            update(_l)
+            .where(_l.c.holder == self.replica_id)
+            .values(holder=FREE, expires_at=batch.now)
+        ).rowcount
+        connection.execute(
+            update(_r).where(_r.c.id == self.replica_id).values(stopped_at=batch.now)
+        )
+        return lambda: handed
+
+
+@dataclass(frozen=True, slots=True)
+class Agree(NoRuns):
+    """Record each fact the first time; refuse (`cluster_mismatch`) one that differs from what
+    the cluster recorded. `what` names a fact for the message."""
+
+    facts: Mapping[str, str]
+    what: Mapping[str, str]
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        rows = batch.connection.execute(
+            select(_f.c.name, _f.c.value).where(_f.c.name.in_(list(self.facts)))
+        ).all()
+        for name, value in rows:
+            if value != self.facts[name]:
+                raise Conflict(
+                    f"{self.what.get(name, name)} differs from the one the other replicas of "
+                    "this database use; every replica must be given the same",
+                    code="cluster_mismatch",
+                )
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        insert = dialect_of(batch.connection).insert(_f)
+        for name, value in self.facts.items():
+            batch.connection.execute(insert.values(name=name, value=value).on_conflict_do_nothing())
+        return lambda: None
+
+
+class SqlReplicas:
+    def __init__(self, reads: Transactor, writer: Writer) -> None:
+        self._reads = reads
+        self._writer = writer
+
+    async def register(self, replica_id: str, *, address: str | None, silent_for: int) -> None:
+        """`silent_for`: microseconds without a heartbeat after which a replica is gone."""
+        await self._writer.run(Register(replica_id, address, silent_for))
+
+    async def beat(self, replica_id: str, *, ttl: int) -> list[tuple[str, str]]:
+        return await self._writer.run(Beat(replica_id, ttl))
+
+    async def stop(self, replica_id: str) -> int:
+        return await self._writer.run(Stop(replica_id))
+
+    async def agree(self, facts: Mapping[str, str], *, what: Mapping[str, str]) -> None:
+        await self._writer.run(Agree(dict(facts), dict(what)))
+
+    async def list(self, *, now: int, include_stopped: bool = False) -> list[Replica]:
+        """Replicas with the runs each holds unexpired; the stopped ones too if asked."""
+
+        def read(connection: Connection) -> list[Replica]:
+            owned: dict[str, int] = dict(
+                connection.execute(
+                    select(_l.c.holder, func.count())
+                    .where(
+                        _l.c.kind == LeaseKind.RUN.value,
+                        _l.c.holder != FREE,
+                        _l.c.expires_at >= now,
+                    )
+                    .group_by(_l.c.holder)
+                ).all()
+            )
+            query = select(_r).order_by(_r.c.started_at, _r.c.id)
+            if not include_stopped:
+                query = query.where(_r.c.stopped_at.is_(None))
+            return [
+                Replica(
+                    id=row.id,
+                    address=row.address,
+                    started_at=row.started_at,
+                    heartbeat_at=row.heartbeat_at,
+                    stopped_at=row.stopped_at,
+                    runs_owned=int(owned.get(row.id, 0)),
+                )
+                for row in connection.execute(query)
+            ]
+
+        return await self._reads.transact(read)
