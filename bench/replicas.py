@@ -245,8 +245,9 @@ def measure_pass(
     return Pass(label, count, latency, cpu / max(latency.count, 1) * 1e6, unanswered, doubled)
 
 
-def measure_takeover(workdir: Path, kills: int) -> list[float]:
-    """Seconds from kill -9 of the replica running a turn to the new owner's reply."""
+def measure_takeover(workdir: Path, kills: int, *, timeout: float | None = None) -> list[float]:
+    """Seconds from kill -9 of the replica running a turn to the new owner's reply
+    (`timeout`: the replicas' `ROLECALL_REPLICA_TIMEOUT`; default, theirs)."""
     token = secrets.token_urlsafe(24)
     slow = workdir / "slow-roles"
     slow.mkdir(parents=True, exist_ok=True)
@@ -261,6 +262,8 @@ def measure_takeover(workdir: Path, kills: int) -> list[float]:
             port = free_port()
             env = gateway_env(workdir / name, port, token, roles_dir=slow, database_url=url)
             env |= {"ROLECALL_REPLICA_ID": name, "ROLECALL_WIDGET_KEY": WIDGET_KEY}
+            if timeout is not None:
+                env["ROLECALL_REPLICA_TIMEOUT"] = str(timeout)
             process = subprocess.Popen(
                 [sys.executable, "-m", "gateway", "serve"],
                 cwd=ROOT,
@@ -369,6 +372,7 @@ def section(passes: list[Pass], takeover: list[float], *, command: str) -> list[
             f"One replica on PostgreSQL uses {times:.1f} times the CPU per round trip of one "
             "process on SQLite.",
         ]
+    lines += ["", *targets(passes)]
     if takeover:
         lines += [
             "",
@@ -378,6 +382,51 @@ def section(passes: list[Pass], takeover: list[float], *, command: str) -> list[
             f"{max(takeover):.1f} s.",
         ]
     return lines
+
+
+def targets(passes: list[Pass]) -> list[str]:
+    """Issue #18's targets, each said met or not by this run."""
+    sqlite = next((p for p in passes if "SQLite" in p.label), None)
+    by_count = {p.replicas: p for p in passes if "PostgreSQL" in p.label and "paced" not in p.label}
+    paced = next((p for p in passes if "paced" in p.label), None)
+    one, two = by_count.get(1), by_count.get(2)
+    said = ["Targets on this two-core machine (issue #18), as this run finds them:", ""]
+
+    def line(what: str, met: bool, found: str) -> None:
+        said.append(f"- {what}: {'met' if met else 'not met'} ({found}).")
+
+    if one is not None:
+        line(
+            "one replica at least 1,000 round trips/s",
+            one.latency.rate >= 1000,
+            f"{one.latency.rate:,.0f}/s",
+        )
+        if sqlite is not None:
+            times = one.cpu_us_per_round_trip / sqlite.cpu_us_per_round_trip
+            line(
+                "one replica within 2 times SQLite's CPU per round trip",
+                times <= 2,
+                f"{times:.1f} times",
+            )
+    if one is not None and two is not None:
+        line(
+            "2 replicas at least as fast as one",
+            two.latency.rate >= one.latency.rate,
+            f"{two.latency.rate / one.latency.rate:.2f} times",
+        )
+        cpu = two.cpu_us_per_round_trip / one.cpu_us_per_round_trip
+        line(
+            "2 replicas within 1.25 times one's CPU per round trip", cpu <= 1.25, f"{cpu:.2f} times"
+        )
+    if paced is not None:
+        line(
+            "reply p99 under 50 ms at 500 round trips/s",
+            paced.latency.p99_ms < 50 and paced.latency.rate >= 450,
+            f"p99 {paced.latency.p99_ms:,.0f} ms at {paced.latency.rate:,.0f}/s reached",
+        )
+    missing = sum(p.unanswered + p.doubled for p in passes)
+    line("no reply missing or doubled", missing == 0, f"{missing} in all")
+    return said
 
 
 def main() -> None:

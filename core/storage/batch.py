@@ -117,6 +117,9 @@ class RunState:
     failures: int
     last_error: str | None
     last_turn: int
+    lease_holder: str | None = None
+    lease_fence: int | None = None
+    """The run's lease as the batch read it (None: no lease row)."""
     changed: bool = False
 
     def to_params(self, now: int) -> tuple[Any, ...]:
@@ -148,6 +151,10 @@ class RunReading(Protocol):
     def failures(self) -> int: ...
     @property
     def last_turn(self) -> int: ...
+    @property
+    def lease_holder(self) -> str | None: ...
+    @property
+    def lease_fence(self) -> int | None: ...
 
 
 EventType = type[Message] | type[StateChange] | type[Retraction] | type[SystemNote]
@@ -272,10 +279,10 @@ class Batch:
         if not wanted:
             return
         for row in batch_sql.run_rows(self.connection, wanted):
-            run_id, cursor, task_cursor, status, failures, error, turn = row
+            run_id, cursor, task_cursor, status, failures, error, turn, holder, fence = row
             if run_id not in self.runs:
                 self.runs[run_id] = RunState(
-                    run_id, cursor, task_cursor, status, failures, error, turn
+                    run_id, cursor, task_cursor, status, failures, error, turn, holder, fence
                 )
 
     def run(self, run_id: str) -> RunState:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Table, bindparam, select, update
+from sqlalchemy import Connection, Table, and_, bindparam, select, update
 
+from core.model.leases import LeaseKind
 from core.model.participants import Address
 from core.model.timeline import ThreadId
 from core.storage import schema
@@ -29,6 +30,7 @@ from core.storage.rows import EVENT_COLUMNS
 from core.storage.statements import DriverStatement, Row
 
 _t, _p, _r = schema.threads, schema.thread_participants, schema.runs
+_l = schema.leases
 _counter = schema.stream_positions
 LOAD_MOST = 256
 """Ids read by one statement, at most."""
@@ -44,7 +46,10 @@ def thread_rows(connection: Connection, ids: Sequence[str]) -> list[Row]:
 
 
 def run_rows(connection: Connection, ids: Sequence[str]) -> list[Row]:
-    """(id, cursor, task_cursor, status, failures, last_error, last_turn) of these runs."""
+    """(id, cursor, task_cursor, status, failures, last_error, last_turn, lease holder, lease
+    fence) of these runs (the lease's two None when the run has no lease row). The lease is
+    read unlocked: a conversation run's claim takes its thread's lock, which this batch holds
+    (`core.storage.leases_store`)."""
     rows: list[Row] = []
     for chunk in _padded(ids):
         rows += _load_runs(len(chunk)).rows(connection, chunk)
@@ -122,15 +127,22 @@ def _load_threads(size: int) -> DriverStatement:
 @functools.cache
 def _load_runs(size: int) -> DriverStatement:
     ids = [bindparam(f"id_{j}", type_=_r.c.id.type) for j in range(size)]
-    statement = select(
-        _r.c.id,
-        _r.c.cursor,
-        _r.c.task_cursor,
-        _r.c.status,
-        _r.c.failures,
-        _r.c.last_error,
-        _r.c.last_turn,
-    ).where(_r.c.id.in_(ids))
+    lease = and_(_l.c.kind == LeaseKind.RUN.value, _l.c.subject == _r.c.id)
+    statement = (
+        select(
+            _r.c.id,
+            _r.c.cursor,
+            _r.c.task_cursor,
+            _r.c.status,
+            _r.c.failures,
+            _r.c.last_error,
+            _r.c.last_turn,
+            _l.c.holder,
+            _l.c.fence,
+        )
+        .select_from(_r.outerjoin(_l, lease))
+        .where(_r.c.id.in_(ids))
+    )
     return DriverStatement(statement, [f"id_{j}" for j in range(size)])
 
 

@@ -221,5 +221,5 @@ def _transactors(url: str) -> tuple[Transactor, Transactor]:
         )
     return (
         AsyncTransactor(create_engine(url, pool_size=1, writer=True, serving=True)),
-        AsyncTransactor(create_engine(url, pool_size=READ_CONNECTIONS * 2, serving=True)),
+        AsyncTransactor(create_engine(url, pool_size=READ_CONNECTIONS * 4, serving=True)),
     )

@@ -78,7 +78,10 @@ def create_engine(
     On PostgreSQL a connection is pinged before the pool hands it out, is opened within
     `CONNECT_TIMEOUT` or not at all, and is waited for `POOL_TIMEOUT` at most. `serving`: the
     engines of a running gateway's storage, whose every statement is also bounded
-    (`COMMAND_TIMEOUT`); a migration's statements are not."""
+    (`COMMAND_TIMEOUT`); a migration's statements are not. A serving pool never opens more than
+    `pool_size` connections: under a burst a reader waits for one to come free rather than open
+    one more for a single read and close it after (each is a server process on PostgreSQL, so
+    that churn cost more than the reads themselves)."""
     if not is_sqlite(url):
         isolation = "READ COMMITTED" if writer else "REPEATABLE READ"
         connect: dict[str, Any] = {"timeout": CONNECT_TIMEOUT}
@@ -87,7 +90,7 @@ def create_engine(
         return create_async_engine(
             url,
             pool_size=pool_size,
-            max_overflow=pool_size,
+            max_overflow=0 if serving else pool_size,
             isolation_level=isolation,
             pool_pre_ping=True,
             pool_timeout=POOL_TIMEOUT,

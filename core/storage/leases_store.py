@@ -66,7 +66,9 @@ def hand_back_all(connection: Connection, holder: str, *, now: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Claim(NoRuns):
     """Take the lease on (kind, subject) for `holder` for `ttl` microseconds, if it is
-    claimable; the new fence, or None when another holds it."""
+    claimable; the new fence, or None when another holds it. `thread_ids`: the thread of a
+    conversation run, whose lock the claim takes — a write as the run's owner holds that lock
+    too, so it reads the lease with the run and needs no lock of the lease row."""
 
     kind: LeaseKind
     subject: str
@@ -178,8 +180,18 @@ class SqlLeases:
         self._reads = reads
         self._writer = writer
 
-    async def claim(self, kind: LeaseKind, subject: str, holder: str, ttl: int) -> Fence | None:
-        return await self._writer.run(Claim(kind, subject, holder, ttl))
+    async def claim(
+        self,
+        kind: LeaseKind,
+        subject: str,
+        holder: str,
+        ttl: int,
+        *,
+        thread_id: ThreadId | None = None,
+    ) -> Fence | None:
+        """`thread_id`: a conversation run's thread, locked by the claim (see `Claim`)."""
+        threads = (thread_id,) if thread_id is not None else ()
+        return await self._writer.run(Claim(kind, subject, holder, ttl, threads))
 
     async def release(
         self, kind: LeaseKind, subject: str, fence: Fence, *, handed_back: bool = False

@@ -188,7 +188,9 @@ class PgNotifications:
             self._dsn,
             timeout=CONNECT_TIMEOUT,
             command_timeout=COMMAND_TIMEOUT,
-            server_settings={"application_name": APPLICATION_NAME},
+            # A notifying transaction gets an xid, so its COMMIT would wait for a WAL flush;
+            # a notification lost with a crash of the server costs nothing (the safety poll).
+            server_settings={"application_name": APPLICATION_NAME, "synchronous_commit": "off"},
         )
         try:
             async with self._lock:

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, insert, update
 
 from core.model.errors import Conflict, NotAllowed
-from core.model.leases import Fence, LeaseKind
+from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address
 from core.model.runs.conversation import FRESH_SESSION_NOTICE
 from core.model.runs.run import (
@@ -163,7 +163,7 @@ class AdvanceCursor:
 
     def check(self, batch: BatchView) -> bool:
         """Whether the cursors are still where the move expects them."""
-        _fenced(batch, self.run_id, self.fence)
+        _fenced(batch, self.run_id, self.fence, thread_locked=self.thread_id is not None)
         state = batch.run(self.run_id)
         expected = (self.expected_cursor, self.expected_task_cursor)
         return not is_superseded((state.cursor, state.task_cursor), expected)
@@ -227,7 +227,7 @@ class FinishTurn(_OnThread):
         return (self.run_id,)
 
     def check(self, batch: BatchView) -> _TurnPlan:
-        _fenced(batch, self.run_id, self.fence)
+        _fenced(batch, self.run_id, self.fence, thread_locked=True)
         thread = batch.thread(self.thread_id)
         role = Address(f"role:{self.role}")
         said = [*self.messages, *([self.notice] if self.notice is not None else [])]
@@ -474,7 +474,7 @@ class FinishTaskTurn:
 
     def check(self, batch: BatchView) -> Task | None:
         """The task the comments go to, locked (None: no comments)."""
-        _fenced(batch, self.run_id, self.fence)
+        _fenced(batch, self.run_id, self.fence, thread_locked=False)
         state = batch.run(self.run_id)
         # A task run has no conversation cursor: only its task cursor must be where it was.
         if is_superseded((state.task_cursor,), (self.expected_task_cursor,)):
@@ -500,8 +500,17 @@ class FinishTaskTurn:
         )
 
 
-def _fenced(batch: BatchView, run_id: RunId, fence: Fence | None) -> None:
+def _fenced(batch: BatchView, run_id: RunId, fence: Fence | None, *, thread_locked: bool) -> None:
     """A write the run host makes as the run's owner commits only while it still is: with
-    replicas, a host that lost its lease (it stalled, another took the run over) is refused."""
-    if fence is not None:
+    replicas, a host that lost its lease (it stalled, another took the run over) is refused.
+    A conversation run's claim takes its thread's lock, which this batch holds: the lease the
+    batch read with the run is the lease (`core.storage.leases_store.Claim`). A task run has no
+    thread: its lease row is read under a share lock instead."""
+    if fence is None:
+        return
+    if not thread_locked:
         check_fence(batch, LeaseKind.RUN, run_id, fence)
+        return
+    state = batch.run(run_id)
+    if state.lease_holder != fence.holder or state.lease_fence != fence.number:
+        raise LeaseLost(f"run {run_id}")

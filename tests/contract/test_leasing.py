@@ -14,7 +14,7 @@ import pytest
 from channels.edge.leasing import SOLE, Held, Leasing
 from core.model.endpoints import Cursors, EndpointStatus, Filters, Standing
 from core.model.leases import Fence, LeaseKind, LeaseLost
-from core.model.timeline import EventId
+from core.model.timeline import EventId, Message
 from core.storage.database import Database, open_database
 from gateway.housekeeping import pass_if_held
 from gateway.metrics import Metrics
@@ -181,3 +181,49 @@ async def test_housekeeping_runs_on_the_replica_holding_it(db: Database, tmp_pat
     await db.leases.hand_back_all("a")  # a stops
     assert await pass_if_held(db, settings, Metrics(), (), b) is not None
     assert await pass_if_held(db, settings, Metrics(), (), a) is None
+
+
+async def test_a_runs_turn_end_and_cursor_move_are_refused_under_a_lost_fence(
+    db: Database,
+) -> None:
+    from core.model.participants import Address, ParticipantSet
+    from core.model.runs.run import TurnCause, TurnOutcome
+    from core.storage.runs_store import TurnRecord
+
+    thread, _ = await db.threads.resolve(ParticipantSet.of(["person:ann", "role:echo"]))
+    await db.threads.post_message(thread.id, Address("person:ann"), "hello")
+    run, _ = await db.runs.ensure_conversation_run(thread.id, "echo")
+    stalled = await db.leases.claim(LeaseKind.RUN, run.id, "a", GONE, thread_id=thread.id)
+    taken = await db.leases.claim(LeaseKind.RUN, run.id, "b", HOUR, thread_id=thread.id)
+    assert stalled is not None and taken is not None and taken.number == stalled.number + 1
+    record = TurnRecord(
+        session_id=run.session.id,
+        cause=TurnCause.MESSAGE,
+        outcome=TurnOutcome.REPLIED,
+        queued_at=0,
+        started_at=0,
+        finished_at=0,
+        prompt={},
+        steps=[],
+        attempts=[],
+    )
+
+    async def finish(fence: Fence) -> None:
+        await db.runs.finish_turn(
+            run, cursor_to=1, task_cursor_to=0, messages=["hi"], notice=None,
+            record=record, session_state=None, fence=fence,
+        )  # fmt: skip
+
+    with pytest.raises(LeaseLost):
+        await finish(stalled)
+    with pytest.raises(LeaseLost):
+        await db.runs.advance_cursor(run, 1, 0, fence=stalled)
+    assert await _authors(db) == ["person:ann"]  # nothing of the stalled one
+    assert (await db.runs.get(run.id)).cursor == run.cursor
+    await finish(taken)  # the new owner's end commits
+    assert await _authors(db) == ["person:ann", "role:echo"]
+
+
+async def _authors(db: Database) -> list[str]:
+    page = await db.threads.events_since(0, limit=10)
+    return [e.author for e in page.events if isinstance(e, Message)]

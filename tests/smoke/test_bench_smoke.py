@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench import fanout, ingest, recall, roundtrip, run_all, sleep_memory, timeline
 
 
@@ -127,3 +129,26 @@ def test_webhooks_benchmark_processes_and_delivers_everything_once_and_writes_it
     assert report.read_text().startswith(
         "# Benchmarks\n\n## Timeline read\n\nnumbers\n\n## Webhooks"
     )
+
+
+@pytest.mark.postgres
+def test_replicas_benchmark_answers_every_message_once_and_says_its_targets(
+    tmp_path: Path,
+) -> None:
+    import asyncpg
+
+    from bench import replicas
+    from tests.conftest import _missing
+
+    try:
+        with replicas.database():
+            pass
+    except (OSError, asyncpg.PostgresError) as exc:
+        _missing(f"{type(exc).__name__}: {exc}")
+    two = replicas.measure_pass(tmp_path / "two", 2, total=40, posters=4, conversations=8)
+    assert (two.latency.count, two.unanswered, two.doubled) == (40, 0, 0)
+    takeover = replicas.measure_takeover(tmp_path / "kill", 1, timeout=1)
+    assert len(takeover) == 1 and takeover[0] > 0
+    lines = replicas.section([two], takeover, command="python -m bench.replicas")
+    assert lines[0] == replicas.HEADING
+    assert any("no reply missing or doubled: met" in line for line in lines)

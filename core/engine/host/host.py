@@ -54,7 +54,7 @@ from core.engine.host.conversation_turn import ConversationTurn
 from core.engine.host.drafts import Draft, DraftListener
 from core.engine.host.live import LiveRun
 from core.engine.host.observer import HostObserver, NoObserver
-from core.engine.host.ownership import Ownership, SoleOwner
+from core.engine.host.ownership import HeldElsewhere, Ownership, SoleOwner
 from core.engine.host.reads import TurnReads
 from core.engine.host.remote import RemoteControl
 from core.engine.host.sessions import Sessions, ToolGrant
@@ -82,6 +82,8 @@ __all__ = ["HostLimits", "RunHost"]
 log = logging.getLogger("rolecall.host")
 
 ROLE_CACHE_LIMIT = 100_000
+LOOK_AGAIN_MARGIN = 0.05
+"""Seconds after another replica's lease would end that a run nudged meanwhile is looked at."""
 FRESH_WAIT = 2.0
 """Seconds "start fresh" waits for the replica driving the run to let its old session go."""
 RETRY_MOST = 30.0
@@ -226,6 +228,8 @@ class RunHost:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         for live in list(self._live.values()):
+            if live.recheck is not None:
+                live.recheck.cancel()
             await self._sessions.close(live)
         self._live.clear()
         self._by_run.clear()
@@ -488,13 +492,31 @@ class RunHost:
         if live.owned is not None:
             return True
         assert live.run_id is not None
-        owned = await self._owner.claim(live.run_id, now=to_micros(self._clock()))
-        if owned is None:  # (what is kept of the run is read again if it is ever claimed)
+        now = to_micros(self._clock())
+        if now < live.elsewhere_until:  # its holder has it: look once more when that may end
+            live.missed = True
+            self._look_again(live, (live.elsewhere_until - now) / 1e6)
             return False
-        live.owned = owned
-        if owned.fence is not None:
+        claim = await self._owner.claim(live.run_id, thread_id=live.thread_id, now=now)
+        if isinstance(claim, HeldElsewhere):  # (what is kept of the run is read again if claimed)
+            live.elsewhere_until = claim.until
+            return False
+        live.owned, live.elsewhere_until = claim, 0
+        if claim.fence is not None:
             live.run = None
         return True
+
+    def _look_again(self, live: LiveRun, after: float) -> None:
+        if live.recheck is not None or self._stop_listening is None:
+            return
+
+        def look() -> None:
+            live.recheck = None
+            if live.missed and self._stop_listening is not None:
+                live.missed, live.elsewhere_until = False, 0
+                self._wake(live)
+
+        live.recheck = asyncio.get_running_loop().call_later(after + LOOK_AGAIN_MARGIN, look)
 
     async def _lost(self, live: LiveRun) -> None:
         """Another replica took the run over (this one stalled past its lease): let go of it
@@ -518,9 +540,18 @@ class RunHost:
         orphans = await self._db.leases.orphaned_runs(now=now, roles=sorted(self._roles))
         for orphan in orphans:
             if orphan.task_id is not None:
-                self.nudge_task(TaskId(orphan.task_id), orphan.role)
+                key: tuple[str, str, str] = ("task", orphan.task_id, orphan.role)
             elif orphan.thread_id is not None:
-                self.nudge(ThreadId(orphan.thread_id), orphan.role, tasks=True)
+                key = ("thread", orphan.thread_id, orphan.role)
+            else:
+                continue
+            known = self._live.get(key)
+            if known is not None:
+                known.elsewhere_until = 0  # what it knew of the lease is over: look now
+            if orphan.task_id is not None:
+                self.nudge_task(TaskId(orphan.task_id), orphan.role)
+            else:
+                self.nudge(ThreadId(key[1]), orphan.role, tasks=True)
         return len(orphans)
 
     def owned(self) -> int:
@@ -551,10 +582,12 @@ class RunHost:
         """Put to sleep every session unused for its role's `idle_sleep_after`; forget idle runs.
         The sessions are closed all at once (an agent process may take a while to end)."""
         now = time.monotonic()
+        held_elsewhere = to_micros(self._clock())
         idle = [
             (key, live)
             for key, live in self._live.items()
             if not live.busy
+            and live.elsewhere_until <= held_elsewhere  # what it knows saves reads: kept
             and (
                 live.session is None
                 or now - live.last_used >= self._roles[live.role].idle_sleep_after

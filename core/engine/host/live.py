@@ -33,6 +33,11 @@ class LiveRun:
     owned: Owned | None = None
     """This host's claim on the run (None: not claimed, or lost); its writes as the owner name
     the claim's fence (`core.engine.host.ownership`)."""
+    elsewhere_until: int = 0
+    """Another replica holds the run until then (µs since the epoch; 0: not known to)."""
+    missed: bool = False
+    """Nudges came while the run was held elsewhere: look again when that lease would end."""
+    recheck: asyncio.TimerHandle | None = None
     generation: int = 0
     """Bumped by "start fresh": a turn that began before it must not cache its old session."""
     session: AgentSession | None = None

@@ -7,7 +7,10 @@ reads and takes its turns:
 - **Claim before the first read.** A nudged run this host does not hold is claimed: a quick read
   of the lease first (held by another, unexpired: leave it — that replica was nudged too), then
   the claim itself, which a racing replica may win. The run is read again after every claim:
-  what another owner committed before is what counts.
+  what another owner committed before is what counts. A run found held elsewhere is not asked
+  about again until that lease would end (`HeldElsewhere.until`): nudges meanwhile are left to
+  its holder, and one look is taken when the lease would end if any came (its holder may have
+  let it go and died since).
 - **Fenced writes.** The end of a turn and a cursor's move name the claim's fence; the writer
   refuses them once the lease was lost (`LeaseLost`): a host that stalled past its lease and
   woke cannot commit a reply, move the cursor, or so post to a channel.
@@ -26,6 +29,7 @@ from typing import Protocol
 
 from core.model.leases import Fence, LeaseKind
 from core.model.runs.run import RunId
+from core.model.timeline import ThreadId
 from core.storage.leases_store import SqlLeases
 
 
@@ -37,13 +41,23 @@ class Owned:
     fence: Fence | None
 
 
+@dataclass(frozen=True, slots=True)
+class HeldElsewhere:
+    """Another replica holds the run, until `until` (µs; 0: unknown) unless it renews; it was
+    nudged too, so this host need not ask again before then."""
+
+    until: int
+
+
 class Ownership(Protocol):
     @property
     def replica(self) -> str | None:
         """This replica's id (None: one process, no replicas)."""
 
-    async def claim(self, run_id: RunId, *, now: int) -> Owned | None:
-        """Owned, or None: another replica holds the run."""
+    async def claim(
+        self, run_id: RunId, *, thread_id: ThreadId | None, now: int
+    ) -> Owned | HeldElsewhere:
+        """Owned, or held by another replica (`thread_id`: a conversation run's thread)."""
 
     async def release(self, run_id: RunId, fence: Fence) -> None: ...
 
@@ -55,7 +69,9 @@ class SoleOwner:
     def replica(self) -> str | None:
         return None
 
-    async def claim(self, run_id: RunId, *, now: int) -> Owned | None:
+    async def claim(
+        self, run_id: RunId, *, thread_id: ThreadId | None, now: int
+    ) -> Owned | HeldElsewhere:
         return Owned(None)
 
     async def release(self, run_id: RunId, fence: Fence) -> None:
@@ -75,12 +91,16 @@ class LeasedRuns:
     def replica(self) -> str | None:
         return self._replica
 
-    async def claim(self, run_id: RunId, *, now: int) -> Owned | None:
+    async def claim(
+        self, run_id: RunId, *, thread_id: ThreadId | None, now: int
+    ) -> Owned | HeldElsewhere:
         lease = await self._leases.get(LeaseKind.RUN, run_id)
         if lease is not None and not lease.claimable_by(self._replica, now=now):
-            return None  # its holder was nudged too
-        fence = await self._leases.claim(LeaseKind.RUN, run_id, self._replica, self._ttl)
-        return Owned(fence) if fence is not None else None
+            return HeldElsewhere(lease.expires_at)  # its holder was nudged too
+        fence = await self._leases.claim(
+            LeaseKind.RUN, run_id, self._replica, self._ttl, thread_id=thread_id
+        )
+        return Owned(fence) if fence is not None else HeldElsewhere(0)
 
     async def release(self, run_id: RunId, fence: Fence) -> None:
         await self._leases.release(LeaseKind.RUN, run_id, fence)
