@@ -93,7 +93,11 @@ def replica_lifecycle(
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         database = app[DATABASE_KEY]
         await _register(database.replicas, me)
-        await database.replicas.agree(facts, what=what)
+        try:
+            await database.replicas.agree(facts, what=what, replica_id=me.id, silent_for=me.ttl)
+        except BaseException:  # refused: it never served, and must not count as live
+            await database.replicas.stop(me.id)
+            raise
         me.registered = True
         app[REPLICA_KEY] = me
         beating = asyncio.create_task(_beat_forever(app, me), name="rolecall-heartbeat")

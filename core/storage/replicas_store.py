@@ -6,9 +6,10 @@ that id still held is handed back at once — that process is gone. It beats its
 seconds (`Beat`: its row's `heartbeat_at`, and the end of each of its leases moved, in one
 batch) and, stopping cleanly, hands back its leases and marks itself stopped (`Stop`).
 
-`cluster_facts` holds what every replica must agree on, recorded by the first replica to start:
-`Agree` refuses a replica whose fact differs (`cluster_mismatch`) — a fingerprint of a secret,
-never the secret.
+`cluster_facts` holds what every replica must agree on — a fingerprint of a secret, never the
+secret: `Agree` refuses a replica whose fact differs from the cluster's while another replica is
+live (`cluster_mismatch`), and records the facts anew when none is (a full restart with a new
+secret changes it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, select, text, update
 
 from core.model.errors import Conflict
 from core.model.leases import FREE, LeaseKind
@@ -29,6 +30,9 @@ from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
 _r, _l, _f = schema.replicas, schema.leases, schema.cluster_facts
+FACTS_LOCK = {"a": 0x526F6C65, "b": 0x66616374}
+"""The transaction lock (the bytes of "Role" and "fact") that makes replicas starting at the
+same moment agree on the cluster's facts one after another."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,14 +131,32 @@ class Stop(NoRuns):
 
 @dataclass(frozen=True, slots=True)
 class Agree(NoRuns):
-    """Record each fact the first time; refuse (`cluster_mismatch`) one that differs from what
-    the cluster recorded. `what` names a fact for the message."""
+    """Record the facts `replica_id` starts with. While another replica is live (a heartbeat
+    within `silent_for` µs, not stopped), a fact that differs from what the cluster recorded is
+    refused (`cluster_mismatch`); with no other replica live they are simply recorded anew —
+    so a secret is changed by restarting every replica with the new one. `what` names a fact
+    for the message."""
 
     facts: Mapping[str, str]
     what: Mapping[str, str]
+    replica_id: str
+    silent_for: int
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
+        if batch.connection.dialect.name == "postgresql":  # replicas starting at one moment
+            batch.connection.execute(text("SELECT pg_advisory_xact_lock(:a, :b)"), FACTS_LOCK)
+        others = batch.connection.execute(
+            select(_r.c.id)
+            .where(
+                _r.c.id != self.replica_id,
+                _r.c.stopped_at.is_(None),
+                _r.c.heartbeat_at > batch.now - self.silent_for,
+            )
+            .limit(1)
+        ).first()
+        if others is None:
+            return
         rows = batch.connection.execute(
             select(_f.c.name, _f.c.value).where(_f.c.name.in_(list(self.facts)))
         ).all()
@@ -142,14 +164,19 @@ class Agree(NoRuns):
             if value != self.facts[name]:
                 raise Conflict(
                     f"{self.what.get(name, name)} differs from the one the other replicas of "
-                    "this database use; every replica must be given the same",
+                    f"this database use (replica {others[0]!r} is live); every replica must be "
+                    "given the same",
                     code="cluster_mismatch",
                 )
 
     def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         insert = dialect_of(batch.connection).insert(_f)
         for name, value in self.facts.items():
-            batch.connection.execute(insert.values(name=name, value=value).on_conflict_do_nothing())
+            batch.connection.execute(
+                insert.values(name=name, value=value).on_conflict_do_update(
+                    index_elements=["name"], set_={"value": value}
+                )
+            )
         return lambda: None
 
 
@@ -168,8 +195,15 @@ class SqlReplicas:
     async def stop(self, replica_id: str) -> int:
         return await self._writer.run(Stop(replica_id))
 
-    async def agree(self, facts: Mapping[str, str], *, what: Mapping[str, str]) -> None:
-        await self._writer.run(Agree(dict(facts), dict(what)))
+    async def agree(
+        self,
+        facts: Mapping[str, str],
+        *,
+        what: Mapping[str, str],
+        replica_id: str,
+        silent_for: int,
+    ) -> None:
+        await self._writer.run(Agree(dict(facts), dict(what), replica_id, silent_for))
 
     async def list(self, *, now: int, include_stopped: bool = False) -> list[Replica]:
         """Replicas with the runs each holds unexpired; the stopped ones too if asked."""
