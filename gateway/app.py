@@ -205,7 +205,10 @@ def _replica_metrics(app: web.Application, me: ThisReplica) -> None:
 
 
 def _cluster_facts(settings: Settings, api_token: str) -> tuple[dict[str, str], dict[str, str]]:
-    """What every replica of one database must share (fingerprints), and how to name each."""
+    """What every replica of one database must share (fingerprints), and how to name each;
+    nothing on SQLite, which one process serves."""
+    if is_sqlite(settings.database):
+        return {}, {}
     facts = {
         "operator_token": fingerprint("operator token", api_token),
         "widget_key": fingerprint("widget key", ensure_widget_key(settings)),

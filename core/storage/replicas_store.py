@@ -144,6 +144,8 @@ class Agree(NoRuns):
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
+        if not self.facts:
+            return
         if batch.connection.dialect.name == "postgresql":  # replicas starting at one moment
             batch.connection.execute(text("SELECT pg_advisory_xact_lock(:a, :b)"), FACTS_LOCK)
         others = batch.connection.execute(
