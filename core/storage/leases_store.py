@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, or_, select, update
 
 from core.model.leases import FREE, Fence, Lease, LeaseKind, LeaseLost
 from core.model.timeline import ThreadId
@@ -137,37 +137,6 @@ class Release(NoRuns):
 
 
 @dataclass(frozen=True, slots=True)
-class Renew(NoRuns):
-    """Move the end of every lease `holder` holds to `ttl` from now; (kind, subject) of each."""
-
-    holder: str
-    ttl: int
-    thread_ids: Sequence[ThreadId] = ()
-
-    def check(self, batch: BatchView) -> None:
-        pass
-
-    def write(self, batch: Batch, plan: None) -> Callable[[], list[tuple[str, str]]]:
-        held = renew_all(batch.connection, self.holder, until=batch.now + self.ttl)
-        return lambda: held
-
-
-@dataclass(frozen=True, slots=True)
-class HandBackAll(NoRuns):
-    """Hand back every lease `holder` holds (it stops, or a new process took its name)."""
-
-    holder: str
-    thread_ids: Sequence[ThreadId] = ()
-
-    def check(self, batch: BatchView) -> None:
-        pass
-
-    def write(self, batch: Batch, plan: None) -> Callable[[], int]:
-        count = hand_back_all(batch.connection, self.holder, now=batch.now)
-        return lambda: count
-
-
-@dataclass(frozen=True, slots=True)
 class OrphanedRun:
     run_id: str
     role: str
@@ -197,12 +166,6 @@ class SqlLeases:
         self, kind: LeaseKind, subject: str, fence: Fence, *, handed_back: bool = False
     ) -> bool:
         return await self._writer.run(Release(kind, subject, fence, handed_back))
-
-    async def renew(self, holder: str, ttl: int) -> list[tuple[str, str]]:
-        return await self._writer.run(Renew(holder, ttl))
-
-    async def hand_back_all(self, holder: str) -> int:
-        return await self._writer.run(HandBackAll(holder))
 
     async def get(self, kind: LeaseKind, subject: str) -> Lease | None:
         def read(connection: Connection) -> Lease | None:
@@ -238,17 +201,4 @@ class SqlLeases:
 
         if not roles:
             return []
-        return await self._reads.transact(read)
-
-    async def counts(self, kind: LeaseKind, *, now: int) -> dict[str, int]:
-        """Leases of `kind` held and unexpired, by holder."""
-
-        def read(connection: Connection) -> dict[str, int]:
-            rows = connection.execute(
-                select(_l.c.holder, func.count())
-                .where(_l.c.kind == kind.value, _l.c.holder != FREE, _l.c.expires_at >= now)
-                .group_by(_l.c.holder)
-            ).all()
-            return {holder: count for holder, count in rows}
-
         return await self._reads.transact(read)

@@ -66,7 +66,7 @@ async def test_a_lease_is_held_by_one_holder_and_each_claim_takes_a_new_fence(
 async def test_an_expired_lease_is_claimable_and_a_renewed_one_is_not(db: Database) -> None:
     old = await db.leases.claim(LeaseKind.SLACK, "echo", "a", GONE)
     assert old is not None
-    assert await db.leases.renew("a", HOUR) == [("slack", "echo")]  # a's heartbeat
+    assert await db.replicas.beat("a", ttl=HOUR) == [("slack", "echo")]  # a's heartbeat
     assert await db.leases.claim(LeaseKind.SLACK, "echo", "b", HOUR) is None
     assert await db.leases.claim(LeaseKind.SLACK, "other", "a", GONE) is not None
     taken = await db.leases.claim(LeaseKind.SLACK, "other", "b", HOUR)  # a did not beat
@@ -178,7 +178,7 @@ async def test_housekeeping_runs_on_the_replica_holding_it(db: Database, tmp_pat
     assert await pass_if_held(db, settings, Metrics(), (), a) is not None
     assert await pass_if_held(db, settings, Metrics(), (), b) is None
     assert await pass_if_held(db, settings, Metrics(), (), a) is not None
-    await db.leases.hand_back_all("a")  # a stops
+    await db.replicas.stop("a")  # a stops
     assert await pass_if_held(db, settings, Metrics(), (), b) is not None
     assert await pass_if_held(db, settings, Metrics(), (), a) is None
 
