@@ -6,12 +6,16 @@ as they come; the whole replies, the steps and the tool calls become the transcr
 (`core.engine.host.transcript`), all of it mended to obey `core.model.values`' rule as it comes
 (`core.engine.host.mending`); the last steps note what was mended and the tool calls refused for
 the turn's budget.
+
+The steps are gathered in a `Collected` that outlives the attempt: one that fails, times out or
+is cancelled keeps what its agent did until then — tool calls whose effects stay among it — for
+the turn's transcript, with the same closing notes (`Collected.close`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.engine.host.drafts import DraftKind
 from core.engine.host.mending import Mending
@@ -39,19 +43,43 @@ class Attempted:
     """The agent's answer: what it said through the turn, in order (mended)."""
 
 
+@dataclass(slots=True)
+class Collected:
+    """What one attempt has done so far: its steps and replies, mended, as they came."""
+
+    steps: list[TranscriptStep] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    mending: Mending = field(default_factory=Mending)
+    closed: bool = False
+    """The closing notes are among the steps (`close`)."""
+
+    async def close(self, budget: ToolBudget | None) -> None:
+        """End the attempt's steps, once, with the host's notes: what was mended, and the tool
+        calls `budget` refused wherever they landed."""
+        if self.closed:
+            return
+        self.closed = True
+        if (note := self.mending.step()) is not None:
+            self.steps.append(note)
+        if budget is not None and await budget.refusals():
+            self.steps.append(ToolsRefused(refused=budget.refused, limit=budget.limit))
+
+
 async def collect(
     session: AgentSession,
     prompt: Prompt,
     tools: TurnTools,
     budget: ToolBudget,
     draft: Callable[[DraftKind, str], None],
+    *,
+    into: Collected | None = None,
 ) -> Attempted:
     """Everything the agent does in one attempt: `session` prompted with `prompt` (the pieces of
-    a reply being written go to `draft`, not to the transcript)."""
-    steps: list[TranscriptStep] = []
-    replies: list[str] = []
+    a reply being written go to `draft`, not to the transcript), gathered `into` as it comes —
+    so that what an attempt that raises did is still there."""
+    got = into if into is not None else Collected()
+    steps, replies, mending = got.steps, got.replies, got.mending
     drafting = False
-    mending = Mending()
     async for update in session.prompt(prompt, tools):
         if isinstance(update, ReplyChunk):
             if update.text:
@@ -74,8 +102,5 @@ async def collect(
                 f"tool call {update.name!r} (step {len(steps) + 1})",
             )
             steps.append(ToolCall(name, arguments, result=result, error=error))
-    if (note := mending.step()) is not None:
-        steps.append(note)
-    if await budget.refusals():  # the calls it refused, wherever they landed
-        steps.append(ToolsRefused(refused=budget.refused, limit=budget.limit))
+    await got.close(budget)
     return Attempted(session=session, steps=tuple(steps), replies=tuple(replies))

@@ -1,12 +1,15 @@
 """A turn's transcript, typed: what the run host observed of one turn, as frozen values.
 
-The steps are what the agent did in the attempt that succeeded, in the order it did them — its
-replies (`Reply`), anything else worth the transcript (`Step`: thoughts, plans, statuses…) and
-its tool calls (`ToolCall`), as its runtime streamed them (`core.engine.runtimes.base`), mended
-— then what the host notes of the turn: the tool calls refused for the turn's budget
-(`ToolsRefused`), what had to be mended (`Mended`; a second one when the session's state had to
-be). A turn whose end could not be stored keeps a single step saying why (`NotStored`). A failed
-or cancelled turn keeps no steps; its attempts say what became of each.
+The steps are what the agent did in every attempt at the turn, attempt after attempt, in the
+order it did them — its replies (`Reply`), anything else worth the transcript (`Step`: thoughts,
+plans, statuses…) and its tool calls (`ToolCall`), as its runtime streamed them
+(`core.engine.runtimes.base`), mended — each attempt's followed by what the host notes of it:
+what had to be mended (`Mended`), the tool calls refused for the turn's budget (`ToolsRefused`).
+An attempt that failed or was cancelled keeps what it did before it ended (the effects of its
+tool calls stay), and its steps end with a note of how it ended (`AttemptEnded`), so the notes
+split the steps by attempt; the attempt that succeeded comes last, with no such note, and a
+second `Mended` when the session's state had to be. A turn whose end could not be stored keeps a
+single step saying why (`NotStored`): storage refused something the agent did.
 
 `Transcript.record` makes it the stored JSON — the one place that knows the stored shape — as
 the turn's end is handed to storage (`core.storage.runs_commands.TurnRecord`):
@@ -16,6 +19,7 @@ the turn's end is handed to storage (`core.storage.runs_commands.TurnRecord`):
     {"kind": "tool_call", "name", "arguments", "result", "error"}
     {"kind": "limit", "text"}                       ToolsRefused
     {"kind": "mended", "text"}                      Mended
+    {"kind": "attempt", "text"}                     AttemptEnded
     {"kind": "error", "text"}                       NotStored
     attempts: {"started_at", "finished_at", "error"}   (times in microseconds)
 
@@ -76,7 +80,23 @@ class NotStored:
     why: str
 
 
-TranscriptStep = Reply | Step | ToolCall | ToolsRefused | Mended | NotStored
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptEnded:
+    """How an attempt that did not succeed ended: the steps since the previous such note (or
+    the first) are that attempt's. `number` counts from 1; `error`: why it failed, None for one
+    an operator cancelled."""
+
+    number: int
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        if self.error is None:
+            return f"attempt {self.number} was cancelled by an operator"
+        return f"attempt {self.number} failed: {self.error}"
+
+
+TranscriptStep = Reply | Step | ToolCall | ToolsRefused | Mended | AttemptEnded | NotStored
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,5 +173,7 @@ def _step_json(step: TranscriptStep) -> dict[str, Any]:
             return {"kind": "limit", "text": step.text}
         case Mended():
             return {"kind": "mended", "text": step.text}
+        case AttemptEnded():
+            return {"kind": "attempt", "text": step.text}
         case NotStored(why=why):
             return {"kind": "error", "text": why}

@@ -7,7 +7,9 @@ driver tells the turn and reads from it, and what becomes of its end.
 An attempt runs in a task of its own (what `cancel` stops) under the role's `turn_timeout`. A
 failed attempt — the runtime raised, or time ran out — closes the session (the next attempt
 resumes it from its stored state) and is retried after a backoff that doubles, up to
-`HostLimits.attempts` in all. Then the kind of run decides what its end leaves (the driver's
+`HostLimits.attempts` in all. Every attempt's steps are kept, whatever became of it: a failed
+or cancelled attempt's are followed by a note of how it ended (`AttemptEnded`), and the one
+that succeeded comes last. Then the kind of run decides what its end leaves (the driver's
 end-of-turn rules), and the end commits in one transaction with the run's cursors and the turn's
 record (`Transcript.record`, the stored JSON, made only here).
 
@@ -27,13 +29,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from core.engine.host.attempt import Attempted, collect
+from core.engine.host.attempt import Attempted, Collected, collect
 from core.engine.host.drafts import DraftKind
 from core.engine.host.live import LiveRun
 from core.engine.host.mending import Mending
 from core.engine.host.observer import HostObserver
 from core.engine.host.sessions import Sessions, needs_opening
-from core.engine.host.transcript import Attempt, Mended, Transcript, TranscriptStep
+from core.engine.host.transcript import (
+    Attempt,
+    AttemptEnded,
+    Mended,
+    Transcript,
+    TranscriptStep,
+)
 from core.engine.runtimes.base import AgentSession, Prompt
 from core.engine.tools import RunTools
 from core.engine.tools.budget import LocalBudgets, ToolBudgets
@@ -46,6 +54,8 @@ from core.storage.errors import StorageUnavailable
 from core.storage.runs_store import TurnRecord
 
 log = logging.getLogger("rolecall.host")
+CANCELLED = "cancelled by an operator"
+"""The error of an attempt an operator cancelled."""
 LOCAL = LocalBudgets()
 """The budgets of agents that call their tools in this process."""
 
@@ -134,6 +144,9 @@ class Tried:
     """The attempts at one turn, and how they ended."""
 
     attempts: tuple[Attempt, ...]
+    steps: tuple[TranscriptStep, ...]
+    """Every attempt's steps, in order: each failed or cancelled one's ended by its
+    `AttemptEnded`, the one that succeeded (`answer.steps`) last."""
     prompt: Prompt | None
     """The prompt as the last attempt told it (an opening one, if its session needed it)."""
     answer: Attempted | None = None
@@ -201,7 +214,7 @@ class TurnTaker:
         generation = live.generation
         tried = await self._try(live, role, turn)
         state = None
-        steps: tuple[TranscriptStep, ...] = ()
+        steps = tried.steps
         if tried.cancelled:
             end = turn.cancelled()
         elif tried.answer is None:
@@ -209,7 +222,7 @@ class TurnTaker:
         else:
             end = await turn.answered(tried.answer.replies)
             state, note = _state(tried.answer.session, run.session.state)
-            steps = (*tried.answer.steps, *([note] if note is not None else []))
+            steps = (*steps, *([note] if note is not None else []))
         outcome = end.outcome
         finished_at = self._clock()
         transcript = Transcript(
@@ -293,6 +306,7 @@ class TurnTaker:
     async def _try(self, live: LiveRun, role: Role, turn: RunTurn[End]) -> Tried:
         """The attempts at one turn: until one succeeds, control cancels, or all have failed."""
         attempts: list[Attempt] = []
+        steps: list[TranscriptStep] = []
         told: list[Prompt] = []
         error: str | None = None
 
@@ -300,26 +314,35 @@ class TurnTaker:
             # a cancel after a failed attempt keeps its error: the turn's end is a failed one
             return Tried(
                 attempts=tuple(attempts),
+                steps=tuple(steps),
                 prompt=told[-1] if told else None,
                 answer=answer,
                 error=None if answer is not None else error,
                 cancelled=cancelled,
             )
 
+        def ended(began: list[datetime], did: Collected, why: str | None) -> None:
+            """An attempt that did not succeed: its record, and what it did (`why`: its error;
+            None: an operator cancelled it)."""
+            attempts.append(self._attempt_record(began, why or CANCELLED))
+            steps.extend(did.steps)
+            steps.append(AttemptEnded(number=len(attempts), error=why))
+
         for number in range(self._limits.attempts):
+            began: list[datetime] = []
+            did = Collected()
             if live.cancel_requested:  # cancelled as one attempt ended, before the next began
-                attempts.append(self._attempt_record([], "cancelled by an operator"))
+                ended(began, did, None)
                 await self._sessions.close(live)
                 return tried(cancelled=True)
             delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
-            began: list[datetime] = []
             try:
-                answer = await self._attempt(live, role, turn, delay, began, told)
+                answer = await self._attempt(live, role, turn, delay, began, told, did)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if not live.cancel_requested or (task is not None and task.cancelling()):
                     raise  # the host is stopping: the turn is redone after restart
-                attempts.append(self._attempt_record(began, "cancelled by an operator"))
+                ended(began, did, None)
                 if live.session is not None:
                     with contextlib.suppress(Exception):
                         await live.session.cancel()
@@ -328,11 +351,12 @@ class TurnTaker:
             except Exception as failure:  # any runtime failure is this turn's failure
                 error = _describe(failure)
                 log.warning("run %s: attempt %d failed: %s", turn.run.id, number + 1, error)
-                attempts.append(self._attempt_record(began, error))
+                ended(began, did, error)
                 self._observer.attempt_failed(role.name)
                 await self._sessions.close(live)
                 continue
             attempts.append(self._attempt_record(began, None))
+            steps.extend(answer.steps)
             return tried(answer=answer)
         return tried()
 
@@ -344,11 +368,13 @@ class TurnTaker:
         delay: float,
         began: list[datetime],
         told: list[Prompt],
+        did: Collected,
     ) -> Attempted:
         """One attempt, in a task of its own (what `cancel` stops, backoff included): wait
-        `delay`, wake or start the session, prompt it and collect what it does. The prompt it
-        tells is appended to `told`: the turn's, or — when the session woke without its agent's
-        memory of the conversation — the turn's made an opening one."""
+        `delay`, wake or start the session, prompt it and collect what it does into `did` —
+        closed with the host's notes however the attempt ends. The prompt it tells is appended
+        to `told`: the turn's, or — when the session woke without its agent's memory of the
+        conversation — the turn's made an opening one."""
 
         async def attempt() -> Attempted:
             if delay:
@@ -364,7 +390,7 @@ class TurnTaker:
             if not turn.prompt.opening and needs_opening(session):
                 told[-1] = await turn.opening(turn.prompt)
             try:
-                return await collect(session, told[-1], turn.tools, budget, turn.draft)
+                return await collect(session, told[-1], turn.tools, budget, turn.draft, into=did)
             except BaseException:
                 turn.draft(DraftKind.ABANDONED, "")
                 raise
@@ -376,6 +402,10 @@ class TurnTaker:
         finally:
             live.attempt = None
             budget, live.tool_budget, turn.tools.budget = live.tool_budget, None, None
+            try:
+                await did.close(budget)  # an attempt that raised: the notes on what it did
+            except Exception as error:  # its refusals could not be read: the steps stand
+                log.warning("run %s: the attempt's refusals were not read: %s", turn.run.id, error)
             if budget is not None:
                 await self._budgets.close(budget)  # (a local budget is nothing to close)
 

@@ -7,7 +7,8 @@
   anew says so (`needs_opening`): the host then makes its next prompt an opening one, carrying
   the recent conversation, as for any session's first turn.
 - **A turn** (`prompt`) is one `session/prompt` with the turn rendered as text (`render.py`); its
-  `session/update`s become the turn's updates as they come (`updates.py`). The agent's
+  `session/update`s become the turn's updates as they come (`updates.py`), and a prompt that
+  fails still yields what it had begun before its error is raised. The agent's
   permission requests are answered by the role's policy (`policy.py`) and noted in the
   transcript. Updates that come outside a turn (`session/load` replays the history) are dropped.
 - **Cancel** sends `session/cancel` and gives the agent a moment to end its prompt.
@@ -201,6 +202,11 @@ class AcpSession:
                 for update in turn.take(item):
                     yield update
             answered = await self._call("session/prompt", self._prompting)
+        except Exception:  # the attempt fails: what the agent had begun is its transcript's
+            for update in turn.unfinished():
+                yield update
+            raise
+        else:
             self.needs_opening = False
             for update in turn.end(answered.stop_reason):
                 yield update

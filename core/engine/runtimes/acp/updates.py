@@ -11,6 +11,9 @@ host takes them.
   the error "not finished".
 - Everything else (the person's own words replayed by `session/load`, available commands,
   modes, usage) is not the transcript's business.
+- **A prompt that fails** before its end (the process dies, the agent answers with an error)
+  leaves what it had begun (`unfinished`): the last thought, the calls still open (error "not
+  finished"), and the reply it was writing as a `draft` step — never posted.
 
 Transcript texts are cut at `STEP_TEXT` characters. A reply longer than a message may be is the
 turn's failure (`AgentError`): the agent misbehaves, and nothing half-said is posted.
@@ -112,6 +115,18 @@ class TurnLog:
         text = "".join(self._reply).strip()
         if text:
             out.append(Reply(text))
+        return out
+
+    def unfinished(self) -> list[Update]:
+        """What is left when the prompt fails: the last thought, the calls still open, and
+        the reply being written, as a `draft` step (a failed turn posts nothing)."""
+        out = self._thought_step()
+        out.extend(call.ended() for call in self._calls.values())
+        self._calls.clear()
+        text = "".join(self._reply).strip()
+        if text:
+            out.append(Step("draft", cut(text)))
+        self._reply.clear()
         return out
 
     def _thought_step(self) -> list[Update]:

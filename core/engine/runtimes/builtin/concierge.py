@@ -7,7 +7,16 @@ what it remembers.
     anything else            → says it heard you, and how to use it
 
 On news of a task it watches, it tells the person when the task's status changed, and says
-nothing otherwise.
+nothing otherwise (a task's creation, a comment, another field changed).
+
+On a task assigned to it (its run on the task: it cannot send messages there, and what it
+answers is recorded on the task as its comment) it answers once, when the task becomes its
+own — created with it as the assignee, or assigned to it later — that it cannot do the work
+and the task needs another assignee; on the task's other news it says nothing.
+
+Task news comes as one digest (`core.model.runs.conversation.task_digest`): per task, events
+`{seq, kind, by, changes, text}`, whose `changes` are the task's fields for `created` and
+`{field: {"from", "to"}}` for `updated` (`core.model.tasks.TaskEvent`).
 
 What it remembers is agent memory, so it lasts across sessions ("start fresh" keeps it) and, like
 all memory, stays in this conversation unless the conversation's memory policy shares it.
@@ -16,7 +25,8 @@ all memory, stays in this conversation unless the conversation's memory policy s
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from core.engine.runtimes.base import Prompt, PromptEvent, Reply, Step, ToolCall, TurnTools, Update
 from core.engine.runtimes.builtin.agent import BuiltinAgent
@@ -33,6 +43,10 @@ class Concierge(BuiltinAgent):
     name = "concierge"
 
     async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+        if prompt.task is not None:
+            for update in self._on_its_task(prompt):
+                yield update
+            return
         greet = prompt.opening
         for event in prompt.news:
             if not _from_a_person(event):
@@ -71,11 +85,49 @@ class Concierge(BuiltinAgent):
                 greet = False
             yield Reply(answer)
         for news in prompt.tasks:
-            moves = [e["changes"]["status"] for e in news["events"] if "status" in e["changes"]]
-            if moves:
-                await tools.send_message(
-                    f'The task "{news["title"]}" is now {moves[-1]["to"].replace("_", " ")}.'
-                )
+            moved = _status_moved_to(news["events"])
+            if moved is not None:
+                text = f'The task "{news["title"]}" is now {moved.replace("_", " ")}.'
+                sent = await tools.send_message(text)
+                yield ToolCall("send_message", {"text": text}, result=sent)
+
+    def _on_its_task(self, prompt: Prompt) -> list[Update]:
+        """A turn of its run on a task assigned to it: what it answers is the task's comment."""
+        assert prompt.task is not None
+        events = [event for news in prompt.tasks for event in news["events"]]
+        if not any(_assigns(event, prompt.role) for event in events):
+            return [Step("thought", "news of my task, none that asks anything of me")]
+        title = prompt.task["title"]
+        return [
+            Step("thought", f"the task {prompt.task['id']} was assigned to me"),
+            Reply(
+                f'Hello, I\'m {self.spec.display_name}. I cannot work on "{title}" myself: I '
+                "greet people, remember what they tell me and watch tasks for them in their "
+                "conversations. Please assign this task to a role that can do it."
+            ),
+        ]
+
+
+def _status_moved_to(events: list[Mapping[str, Any]]) -> str | None:
+    """The status the task's latest status change among `events` moved it to (None: none
+    did). Only an `updated` event changes a status; a `created` one states the first."""
+    moved = None
+    for event in events:
+        change = event["changes"].get("status") if event["kind"] == "updated" else None
+        if isinstance(change, Mapping) and isinstance(change.get("to"), str):
+            moved = change["to"]
+    return moved
+
+
+def _assigns(event: Mapping[str, Any], role: str) -> bool:
+    """The event makes `role` the task's assignee: its creation so, or a change to it."""
+    changes = event["changes"]
+    if event["kind"] == "created":
+        return bool(changes.get("assignee") == role)
+    if event["kind"] == "updated":
+        change = changes.get("assignee")
+        return isinstance(change, Mapping) and change.get("to") == role
+    return False
 
 
 def _from_a_person(event: PromptEvent) -> bool:
