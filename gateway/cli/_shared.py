@@ -6,8 +6,12 @@ that talks to a running gateway takes, the settings, the database guard, and the
   refused or could not be reached, `EXIT_USAGE` (2, argparse's own) for a usage or configuration
   error.
 - The gateway is `--url`, else `ROLECALL_URL`, else `DEFAULT_URL`; the token is `--token`, else
-  `ROLECALL_API_TOKEN`, else the token file `rolecall serve` created. The settings are read only
-  when a command needs them, and only then are pydantic and SQLAlchemy imported.
+  `ROLECALL_API_TOKEN`, else the token file `rolecall serve` created (`ROLECALL_VAR_DIR/api-token`,
+  a relative directory taken from the current directory: a missing file is named in full). The
+  settings are read only when a command needs them, and only then are pydantic and SQLAlchemy
+  imported.
+- Text given as `-` is read from stdin, without the line ending(s) it ends with (`echo hi |`
+  sends "hi"), as the shell's `$(…)` would.
 - Output is a table (aligned columns, two spaces apart), or with `--json` the gateway's JSON as
   it came.
 
@@ -20,7 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -101,11 +106,13 @@ def count(minimum: int) -> Callable[[str], int]:
 # -- settings, the gateway, the database -----------------------------------------------------------
 
 
-def read_settings() -> Settings:
+def read_settings(**overrides: object) -> Settings:
+    """The settings from the environment, with `overrides` (a command's options) taking the
+    place of the variables they name."""
     from gateway.settings import SettingsError, load_settings
 
     try:
-        return load_settings()
+        return load_settings(**overrides)
     except SettingsError as exc:
         raise Failure(str(exc), EXIT_USAGE) from None
 
@@ -120,25 +127,55 @@ def gateway_url(given: str | None) -> str:
 
 def gateway_client(args: argparse.Namespace) -> GatewayClient:
     url = gateway_url(args.url)
-    token = args.token or os.environ.get("ROLECALL_API_TOKEN") or _token_from_file()
-    return GatewayClient(url, token)
+    if args.token:
+        return GatewayClient(url, args.token, token_source="given with --token")
+    if os.environ.get("ROLECALL_API_TOKEN"):
+        token = os.environ["ROLECALL_API_TOKEN"]
+        return GatewayClient(url, token, token_source="from ROLECALL_API_TOKEN")
+    token, path = _token_from_file()
+    return GatewayClient(url, token, token_source=f"read from {path}")
 
 
-def _token_from_file() -> str:
-    path: Path = read_settings().token_file
+def _token_from_file() -> tuple[str, Path]:
+    """The token in the token file, and the file's full path."""
+    settings = read_settings()
+    path: Path = settings.token_file.absolute()
     try:
         token = path.read_text().strip()
     except FileNotFoundError:
-        token = ""
+        missing = _missing_token_file(settings.var_dir, path)
+        raise Failure(f"no operator token: {missing}", EXIT_USAGE) from None
     except OSError as exc:
         raise Failure(f"cannot read the operator token file {path}: {exc}", EXIT_USAGE) from None
     if not token:
         raise Failure(
-            f"no operator token: pass --token, set ROLECALL_API_TOKEN, or run `rolecall serve` "
-            f"once to create {path}",
+            f"no operator token: the token file {path} is empty; pass --token or set "
+            "ROLECALL_API_TOKEN",
             EXIT_USAGE,
         )
-    return token
+    return token, path
+
+
+def _missing_token_file(var_dir: Path, path: Path) -> str:
+    where = (
+        ""
+        if var_dir.is_absolute()
+        else f" (the var directory {str(var_dir)!r}, ROLECALL_VAR_DIR, is relative to the "
+        f"current directory {Path.cwd()}: run this where `rolecall serve` runs, or set "
+        "ROLECALL_VAR_DIR to its full path)"
+    )
+    return (
+        f"looked for the token file {path}, which does not exist{where}; pass --token, set "
+        "ROLECALL_API_TOKEN, or run `rolecall serve` once to create it"
+    )
+
+
+def read_text(words: Sequence[str]) -> str:
+    """The words joined by spaces, or with `-` alone, stdin without its trailing line ending."""
+    text = " ".join(words)
+    if text != "-":
+        return text
+    return sys.stdin.read().rstrip("\r\n")
 
 
 def with_database(url: str, work: Callable[[], T]) -> T:

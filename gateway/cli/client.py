@@ -57,9 +57,15 @@ def _segment(value: str) -> str:
 
 
 class GatewayClient:
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
+    """`token_source` says where the token came from (`--token`, an environment variable, a
+    file), for the error when the gateway refuses it."""
+
+    def __init__(
+        self, base_url: str, token: str, *, token_source: str = "", timeout: float = 30.0
+    ) -> None:
         self.base_url = check_base_url(base_url)
         self._token = token
+        self._token_source = token_source
         self._timeout = timeout
 
     # -- the thread API ------------------------------------------------------------------------
@@ -164,6 +170,43 @@ class GatewayClient:
         """A new bearer token naming the run, for the agent tools (shown once)."""
         return self.request("POST", f"/runs/{_segment(run_id)}/token", body={}).data
 
+    # -- the role and task API ----------------------------------------------------------------
+
+    def list_roles(self) -> JSON:
+        """The roles the gateway serves, by name: `{"roles": [role, …]}`."""
+        return self.request("GET", "/roles").data
+
+    def get_role(self, name: str) -> JSON:
+        return self.request("GET", f"/roles/{_segment(name.removeprefix('role:'))}").data
+
+    def list_tasks(
+        self,
+        *,
+        status: str | None = None,
+        assignee: str | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> JSON:
+        query = {"status": status, "assignee": assignee, "after": after, "limit": limit}
+        return self.request("GET", "/tasks", query=query).data
+
+    def get_task(self, task_id: str) -> JSON:
+        """The task with its history (its events, oldest first)."""
+        return self.request("GET", f"/tasks/{_segment(task_id)}").data
+
+    def create_task(self, fields: JSON) -> JSON:
+        """`{author, title, body?, assignee?, external?}`: the task plus its `created` event."""
+        return self.request("POST", "/tasks", body=fields).data
+
+    def update_task(self, task_id: str, change: JSON) -> JSON:
+        """`{author, title?, body?, status?, assignee?}`: the task plus the `updated` event
+        (null when nothing changed)."""
+        return self.request("PATCH", f"/tasks/{_segment(task_id)}", body=change).data
+
+    def comment_on_task(self, task_id: str, author: str, text: str) -> JSON:
+        path = f"/tasks/{_segment(task_id)}/comments"
+        return self.request("POST", path, body={"author": author, "text": text}).data
+
     # -- the person API ------------------------------------------------------------------------
 
     def list_persons(self, *, after: str | None = None, limit: int | None = None) -> JSON:
@@ -243,6 +286,14 @@ class GatewayClient:
         return data
 
     def _api_error(self, status: int, raw: bytes) -> ClientError:
+        if status == 401:
+            # The token was sent (a client always sends one): the gateway refused it.
+            source = f" ({self._token_source})" if self._token_source else ""
+            return ClientError(
+                "unauthorized",
+                f"the gateway at {self.base_url} refused the operator token{source}",
+                status,
+            )
         try:
             error = json.loads(raw).get("error")
             code, message = str(error["code"]), str(error["message"])

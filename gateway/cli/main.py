@@ -2,10 +2,10 @@
 place a failure becomes a line on stderr and an exit status.
 
 Each module of `gateway.cli.commands` adds its group of subcommands (`add_commands`) with the
-handler of each as the parsed arguments' `command`; `main` parses, calls it, and translates what
-it raises: a `Failure` or a `ClientError` (the gateway refused or could not be reached) or a
-domain error into `rolecall: …` and its exit status, never a traceback (unless
-ROLECALL_LOG_LEVEL=debug, for an unexpected error).
+handler of each as the parsed arguments' `command`; `rolecall` alone prints the help (exit 0).
+`main` parses, calls the command, and translates what it raises: a `Failure` or a `ClientError`
+(the gateway refused or could not be reached) or a domain error into `rolecall: …` and its exit
+status, never a traceback (unless ROLECALL_LOG_LEVEL=debug, for an unexpected error).
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from gateway.cli.commands import (
     memory,
     people,
     replicas,
+    roles,
     runs,
     serve,
     slack,
+    tasks,
     threads,
 )
 
@@ -39,6 +41,8 @@ COMMAND_GROUPS = (
     db.add_commands,
     threads.add_commands,
     runs.add_commands,
+    tasks.add_commands,
+    roles.add_commands,
     people.add_commands,
     slack.add_commands,
     endpoints.add_commands,
@@ -49,8 +53,12 @@ COMMAND_GROUPS = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    command: Command = args.command
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command: Command | None = getattr(args, "command", None)
+    if command is None:  # `rolecall` alone
+        parser.print_help()
+        return 0
     try:
         return command(args)
     except Failure as exc:
@@ -80,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Rolecall: one ongoing conversation per person and role."
     )
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     for add_commands in COMMAND_GROUPS:
         add_commands(commands)
     return parser
@@ -96,7 +104,7 @@ def _client_error_line(exc: ClientError) -> str:
         return exc.message
     if exc.status == 401:
         return (
-            f"{exc.code}: {exc.message} (pass --token, set ROLECALL_API_TOKEN, "
-            "or use the token file the gateway printed at start)"
+            f"{exc.code}: {exc.message}; give that gateway's token: --token, "
+            "ROLECALL_API_TOKEN, or the token file it printed at start"
         )
     return f"{exc.code}: {exc.message}"

@@ -196,8 +196,8 @@ def test_runs_of_a_role_page_with_after_and_limit(cli: Cli) -> None:
     assert len(seen) == len(set(seen))
 
     nobody = cli("run", "list", "--role", "nobody")
-    assert nobody.returncode == 0, nobody.stderr
-    assert nobody.stdout == "(no runs for role:nobody)\n"
+    assert nobody.returncode == 1
+    assert nobody.error_line.startswith("rolecall: unknown_role: ")
 
 
 def test_cancel_of_an_idle_run_is_refused_in_one_line(cli: Cli, person: str) -> None:

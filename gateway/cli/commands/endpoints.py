@@ -76,18 +76,24 @@ def add_commands(commands: Any) -> None:
     add("list", endpoint_list_command, "every endpoint, oldest first")
 
     sub = add("show", endpoint_show_command, "an endpoint: status, reason, failures, cursors")
-    sub.add_argument("endpoint_id", metavar="ID")
+    sub.add_argument(
+        "endpoint_id", metavar="ID", help="the endpoint's id (from `rolecall endpoint list`)"
+    )
 
     sub = add(
         "replay",
         endpoint_replay_command,
         "deliver again from a position; makes a parked or disabled endpoint active again",
     )
-    sub.add_argument("endpoint_id", metavar="ID")
+    sub.add_argument(
+        "endpoint_id", metavar="ID", help="the endpoint's id (from `rolecall endpoint list`)"
+    )
     _positions(sub, "deliver again from this timeline position (inclusive)")
 
     sub = add("remove", endpoint_remove_command, "delete an endpoint; its deliveries stop")
-    sub.add_argument("endpoint_id", metavar="ID")
+    sub.add_argument(
+        "endpoint_id", metavar="ID", help="the endpoint's id (from `rolecall endpoint list`)"
+    )
 
 
 def _positions(sub: argparse.ArgumentParser, timeline_help: str) -> None:

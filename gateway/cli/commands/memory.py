@@ -51,7 +51,9 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("--limit", type=count(1), metavar="N", help="at most N entries (1-500; 50)")
 
     sub = add("redact", memory_redact_command, "redact an entry: no recall returns it again")
-    sub.add_argument("entry_id", metavar="ENTRY_ID")
+    sub.add_argument(
+        "entry_id", metavar="ENTRY_ID", help="the entry's id (from `rolecall memory list`)"
+    )
     sub.add_argument("--reason", help="why (kept with the redaction)")
 
 

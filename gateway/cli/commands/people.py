@@ -29,6 +29,8 @@ from gateway.cli._shared import (
 )
 from gateway.cli.client import JSON
 
+SLUG_HELP = "the person's slug (or person:<slug>)"
+
 
 def add_commands(commands: Any) -> None:
     person = command_group(
@@ -45,32 +47,34 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("--limit", type=count(1), metavar="N", help="at most N people (1-500; 50)")
 
     sub = add("show", person_show_command, "a person and their identities")
-    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
 
     sub = add("create", person_create_command, "create a person")
-    sub.add_argument("display_name", metavar="DISPLAY_NAME")
+    sub.add_argument("display_name", metavar="DISPLAY_NAME", help="their name as people see it")
     sub.add_argument("--slug", help="their slug (default: derived from the display name)")
-    sub.add_argument("--email")
+    sub.add_argument("--email", help="an email address you vouch for")
 
     sub = add("deactivate", person_deactivate_command, "deactivate: their runs lose their tools")
-    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
 
     sub = add("activate", person_activate_command, "make a deactivated person active again")
-    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
 
     sub = add("identity-add", person_identity_add_command, "link a channel identity to a person")
-    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
     sub.add_argument(
         "identity", metavar="IDENTITY", help="web:<site>:<user> or slack:<team>:<user>"
     )
 
     sub = add("link-code", person_link_code_command, "a one-time link code (shown once)")
-    sub.add_argument("slug", metavar="SLUG")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
     sub.add_argument("--ttl", type=count(1), metavar="SECONDS", help="lifetime (default 900)")
 
     sub = add("redeem", person_redeem_command, "link an identity to a link code's person")
-    sub.add_argument("code", metavar="CODE")
-    sub.add_argument("identity", metavar="IDENTITY")
+    sub.add_argument("code", metavar="CODE", help="the code `rolecall person link-code` gave")
+    sub.add_argument(
+        "identity", metavar="IDENTITY", help="web:<site>:<user> or slack:<team>:<user>"
+    )
 
 
 # -- the commands ----------------------------------------------------------------------------------

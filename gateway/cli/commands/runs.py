@@ -6,7 +6,8 @@ on a running gateway.
     rolecall run turns RUN_ID [--after N] [--limit N]
     rolecall run cancel RUN_ID / fresh RUN_ID / token RUN_ID
 
-A thread or a task has one run per role member, so only the runs of a role are paged. `NOW` is
+A thread or a task has one run per role member, so only the runs of a role are paged; a role
+the gateway neither serves nor has runs of is an error, naming the roles it serves. `NOW` is
 what the run is doing in the gateway: `running` a turn, `awake` (its session is held), `asleep`
 (its session was put to sleep and wakes with the next message) or `-` (its current session has
 not been opened yet).
@@ -30,7 +31,9 @@ from gateway.cli._shared import (
     print_json,
     table,
 )
-from gateway.cli.client import JSON
+from gateway.cli.client import JSON, ClientError, GatewayClient
+
+RUN_ID_HELP = "the run's id (from `rolecall run list`)"
 
 
 def add_commands(commands: Any) -> None:
@@ -54,25 +57,25 @@ def add_commands(commands: Any) -> None:
     )
 
     sub = add("show", run_show_command, "a run: its cursor, status, session and turn count")
-    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("run_id", metavar="RUN_ID", help=RUN_ID_HELP)
 
     sub = add("turns", run_turns_command, "a run's finished turns (its transcript), oldest first")
-    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("run_id", metavar="RUN_ID", help=RUN_ID_HELP)
     sub.add_argument("--after", type=count(0), metavar="N", help="turns after turn number N")
     sub.add_argument("--limit", type=count(1), metavar="N", help="at most N turns (1-500; 50)")
 
     sub = add("cancel", run_cancel_command, "stop the run's running turn at once")
-    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("run_id", metavar="RUN_ID", help=RUN_ID_HELP)
 
     sub = add(
         "fresh",
         run_fresh_command,
         "start fresh: open the run's next session; earlier messages are archived",
     )
-    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("run_id", metavar="RUN_ID", help=RUN_ID_HELP)
 
     sub = add("token", run_token_command, "mint a run token for the agent tools (shown once)")
-    sub.add_argument("run_id", metavar="RUN_ID")
+    sub.add_argument("run_id", metavar="RUN_ID", help=RUN_ID_HELP)
 
 
 # -- the commands ----------------------------------------------------------------------------------
@@ -86,17 +89,20 @@ def run_list_command(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     role = args.role.removeprefix("role:") if args.role is not None else None
-    answer = gateway_client(args).list_runs(
+    client = gateway_client(args)
+    answer = client.list_runs(
         thread_id=args.thread_id,
         task_id=args.task_id,
         role=role,
         after=args.after,
         limit=args.limit,
     )
+    runs = answer.get("runs", [])
+    if role is not None and not runs:
+        _check_served(client, role)
     if args.json:
         print_json(answer)
         return 0
-    runs = answer.get("runs", [])
     if runs:
         _print_runs(runs)
     else:
@@ -111,6 +117,21 @@ def run_list_command(args: argparse.Namespace) -> int:
     if answer.get("next"):
         print(f"(more: --after {answer['next']})")
     return 0
+
+
+def _check_served(client: GatewayClient, role: str) -> None:
+    """A role with no runs is one the gateway serves (no run yet), or a name it does not know:
+    an error naming the roles it serves. (The runs of a role no longer served are listed.)"""
+    try:
+        client.get_role(role)
+    except ClientError as exc:
+        if exc.code != "role_not_found":
+            raise
+        served = [str(r.get("name")) for r in client.list_roles().get("roles", [])]
+        serves = ", ".join(f"role:{name}" for name in served) if served else "no roles"
+        raise Failure(
+            f"unknown_role: this gateway serves no role {role!r} (it serves {serves})"
+        ) from None
 
 
 def run_show_command(args: argparse.Namespace) -> int:

@@ -1,5 +1,7 @@
-"""`rolecall serve`: read the settings, make sure there is an operator token, and run the gateway
-(whose start-up upgrades the schema) until Ctrl-C.
+"""`rolecall serve [--host HOST] [--port PORT]`: read the settings, make sure there is an operator
+token, and run the gateway (whose start-up upgrades the schema) until Ctrl-C. `--host` and
+`--port` take the place of ROLECALL_HOST and ROLECALL_PORT (and so of the address the gateway
+gives agents and browsers when ROLECALL_PUBLIC_URL is unset).
 
 Every role manifest is checked before anything is written (the token file included); a failure
 to listen is reported as one line only once the app has started, so that an earlier OSError (the
@@ -21,9 +23,28 @@ def add_commands(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="run the gateway (upgrades the schema first)",
-        description="Run the gateway on ROLECALL_HOST:ROLECALL_PORT until Ctrl-C.",
+        description="Run the gateway on --host and --port (default: ROLECALL_HOST and "
+        "ROLECALL_PORT) until Ctrl-C.",
+    )
+    serve.add_argument(
+        "--host", help="the address to listen on (default: $ROLECALL_HOST, else 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port",
+        type=port_number,
+        help="the port to listen on, 1-65535 (default: $ROLECALL_PORT, else 8080)",
     )
     serve.set_defaults(command=serve_command)
+
+
+def port_number(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, not {value}")
+    return value
 
 
 def settle_memory() -> None:
@@ -37,7 +58,8 @@ def settle_memory() -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    settings = read_settings()
+    given = {"host": args.host, "port": args.port}
+    settings = read_settings(**{name: value for name, value in given.items() if value is not None})
     from aiohttp import web
 
     from core.model.roles import ManifestError

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from functools import partial
 from typing import Any
@@ -32,9 +31,12 @@ from gateway.cli._shared import (
     one_line,
     output,
     print_json,
+    read_text,
     table,
 )
 from gateway.cli.client import JSON, GatewayClient
+
+THREAD_ID_HELP = "the thread's id (from `rolecall thread resolve` or `thread list`)"
 
 
 def add_commands(commands: Any) -> None:
@@ -51,15 +53,17 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("participants", nargs="+", metavar="ADDR", help="person:<slug> or role:<name>")
 
     sub = add("show", show_command, "a thread: its participants, their states, its memory policy")
-    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
 
     sub = add("list", list_command, "the threads a participant is a member of, oldest first")
-    sub.add_argument("--participant", required=True, metavar="ADDR")
+    sub.add_argument(
+        "--participant", required=True, metavar="ADDR", help="person:<slug> or role:<name>"
+    )
     sub.add_argument("--after", metavar="ID", help="start after this thread (from a previous page)")
     sub.add_argument("--limit", type=int, metavar="N", help="at most N threads (1-500; 50)")
 
     sub = add("send", send_command, "post a message to a thread")
-    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
     sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="the author")
     sub.add_argument("text", nargs="+", metavar="TEXT", help="the message ('-' reads stdin)")
     sub.add_argument(
@@ -70,7 +74,7 @@ def add_commands(commands: Any) -> None:
     )
 
     sub = add("timeline", timeline_command, "a thread's events, oldest first")
-    sub.add_argument("thread_id", metavar="ID")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
     sub.add_argument(
         "--as", dest="viewer", metavar="ADDR", help="only what this participant may see"
     )
@@ -88,18 +92,22 @@ def add_commands(commands: Any) -> None:
     )
 
     sub = add("remove", remove_command, "set a participant's state to removed")
-    sub.add_argument("thread_id", metavar="ID")
-    sub.add_argument("address", metavar="ADDR")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    sub.add_argument(
+        "address", metavar="ADDR", help="the participant: person:<slug> or role:<name>"
+    )
 
     sub = add("readd", readd_command, "set a removed participant's state back to active")
-    sub.add_argument("thread_id", metavar="ID")
-    sub.add_argument("address", metavar="ADDR")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    sub.add_argument(
+        "address", metavar="ADDR", help="the participant: person:<slug> or role:<name>"
+    )
 
     sub = add("retract", retract_command, "mark one of your own messages retracted")
-    sub.add_argument("thread_id", metavar="ID")
-    sub.add_argument("message_id", metavar="MESSAGE_ID")
+    sub.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    sub.add_argument("message_id", metavar="MESSAGE_ID", help="the id of the message to retract")
     sub.add_argument("--as", dest="author", required=True, metavar="ADDR", help="its author")
-    sub.add_argument("--reason", metavar="TEXT")
+    sub.add_argument("--reason", metavar="TEXT", help="why (shown with the retraction)")
 
 
 # -- the commands ----------------------------------------------------------------------------------
@@ -135,9 +143,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def send_command(args: argparse.Namespace) -> int:
-    text = " ".join(args.text)
-    if text == "-":
-        text = sys.stdin.read()
+    text = read_text(args.text)
     client = gateway_client(args)
     event = client.send_message(args.thread_id, args.author, text)
     if args.wait is None:
