@@ -53,6 +53,7 @@ from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
     ROLES_KEY,
+    ROSTER_KEY,
     Proxies,
     check_encoding,
     check_request_values,
@@ -68,6 +69,7 @@ from core.engine.host.slots import ClusterSlots
 from core.engine.runtimes.registry import Runtimes
 from core.engine.tools.budget import SharedBudgets
 from core.model.roles import ManifestError, Role
+from core.model.roles.roster import Roster
 from core.storage import open_database
 from core.storage.bus import CommittedEvents
 from core.storage.database import upgrade_schema
@@ -157,6 +159,7 @@ def build_app(
     malformed.answer_in_json(app)
     app[SETTINGS_KEY] = settings
     app[ROLES_KEY] = known
+    app[ROSTER_KEY] = Roster.of(known, others=settings.allow_unserved_roles)
     app[RUNTIMES_KEY] = runtimes
     app[METRICS_KEY] = Metrics()
     app.cleanup_ctx.append(database_lifecycle)
@@ -249,6 +252,7 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         app[DATABASE_KEY],
         app[ROLES_KEY],
         app[RUNTIMES_KEY],
+        roster=app[ROSTER_KEY],
         limits=HostLimits(
             slots=settings.max_turns,
             attempts=settings.turn_attempts,

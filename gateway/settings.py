@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     public_url: str = Field(default="", description="default: http://{host}:{port}")
     api_token: SecretStr | None = None
     roles_dir: Path = Path("manifests/roles")
+    allow_unserved_roles: bool = False
+    """Accept conversations with, and tasks assigned to, roles this gateway does not serve (roles
+    another deployment on the same database serves); refused as `unknown_role` otherwise."""
     sources_dir: Path = Path("manifests/sources")
     """Webhook sources, one manifest a source (docs/webhooks.md); the default may be missing."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -14,9 +14,13 @@ from gateway.settings import Settings
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    """Settings whose state lives under `tmp_path`, with `overrides` on top."""
+    """Settings whose state lives under `tmp_path`, with `overrides` on top. Conversations
+    with roles this gateway does not serve are accepted (`allow_unserved_roles`): the thread
+    model's tests talk to roles nobody answers for, so that their timelines hold only what they
+    post; tests of the refusal turn it off."""
     values: dict[str, Any] = {
         "var_dir": tmp_path,
         "database_url": f"sqlite+aiosqlite:///{tmp_path}/t.db",
+        "allow_unserved_roles": True,
     }
     return Settings(**(values | overrides))

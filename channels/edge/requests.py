@@ -39,6 +39,7 @@ from channels.edge.errors import ApiError
 from core.engine.host import RunHost
 from core.model.errors import InvalidInput, RolecallError
 from core.model.roles import Role
+from core.model.roles.roster import Roster
 from core.model.values import check_text, check_value
 from core.storage import Database
 from core.storage.threads_store import ThreadRepository
@@ -46,6 +47,8 @@ from core.storage.threads_store import ThreadRepository
 DATABASE_KEY = web.AppKey("database", Database)
 HOST_KEY = web.AppKey("host", RunHost)
 ROLES_KEY = web.AppKey("roles", Mapping[str, Role])
+ROSTER_KEY = web.AppKey("roster", Roster)
+"""The roles accepted in conversations and as assignees (`core.model.roles.roster`)."""
 
 # Cursors and counts stay within the integers every JSON client reads exactly (JavaScript's
 # Number.MAX_SAFE_INTEGER), far inside what storage holds even after it adds one.

@@ -3,8 +3,9 @@
 The worker reads committed events after its own cursor (a position of the event stream, kept in
 the database) and acts on those of conversations bound to a DM:
 
-- the role's message is posted — in the Slack thread of the person's message it answers, at the
-  top level when it is an initiative message (it has a `context`) or answers nothing from Slack;
+- the role's message is posted — in the Slack thread of the person's message it answers
+  (`in_reply_to`, recorded from what caused the turn that wrote it), at the top level when it is
+  the role's initiative (a turn woken by task news) or answers something said elsewhere;
 - a message a person wrote in another channel (the widget, the API) is posted as quoted context,
   so the DM stays a complete record; people's own Slack messages are already there;
 - a retraction of a message we posted deletes it (`chat.delete`), or, when Slack refuses,
@@ -24,11 +25,12 @@ accepted but does not show in its history yet, or that is further back than `FIN
 Posts to one channel are paced (`pace` seconds apart); 429s are waited out by the SDK's retry
 handler.
 
-Which Slack message a reply answers is mostly known without a read: the worker goes through the
-stream in order, so for each conversation it knows the latest message not written by the role
-before each reply (`_latest`), and the inbound handler tells it the Slack thread of each
-person's message it committed (`said`). A conversation not followed since the worker started,
-or since it was last bound to a DM, or any after a failed page, is looked up in the database.
+A reply names the message it answers (`in_reply_to`); that message's Slack thread is mostly
+known without a read: the worker goes through the stream in order, so for each conversation it
+knows the latest message not written by the role before each reply (`_latest`), and the inbound
+handler tells it the Slack thread of each person's message it committed (`said`). Any other
+answered message — in a conversation not followed since the worker started, or since it was
+last bound to a DM, or after a failed page — is looked up in the database.
 Whether a message was posted already is always read: after a restart, a failure, or by another
 replica's worker (each replica's worker goes through the whole stream).
 
@@ -100,8 +102,6 @@ DMS_AT_ONCE = 16
 """DMs posted to at the same time (each DM's own posts stay in order and paced)."""
 STATUS_AFTER = 1.0
 """Seconds a turn runs before the DM shows the role is working."""
-ANSWERED_LOOKBACK = 50
-"""Timeline events looked back through for the person's Slack message a reply answers."""
 
 
 @dataclass
@@ -422,7 +422,7 @@ class Delivery:
             self.role.name, event.id, binding.channel_id, fence=self._fence
         )
         ts = None
-        if isinstance(event, Message) and event.author == self.role.address:
+        if isinstance(event, Message) and event.in_reply_to is not None:
             ts = await self.streams.claim(event.thread_id, event.text, self._metadata(event))
         if ts is None:
             ts = await self._send(binding, event, post, look_first=not first)
@@ -441,8 +441,7 @@ class Delivery:
         if not isinstance(event, Message) or event.retracted:
             return None
         if event.author == self.role.address:
-            thread_ts = None if event.context is not None else await self._answered(event, answers)
-            return _Post(event.text, thread_ts)
+            return _Post(event.text, await self._answered(event, answers))
         if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
             return None  # said in Slack: it is there already
         name = await self._name(event.author)
@@ -451,28 +450,20 @@ class Delivery:
         return _Post(f"*{name}*{where}:\n{quoted}", None)
 
     async def _answered(self, reply: Message, answers: _Latest | None = None) -> str | None:
-        """The Slack thread of the person's latest Slack message before the reply, if any
-        (`answers`: the latest message before it, when the worker followed the conversation;
-        else it is read)."""
-        if answers is not None:
+        """The Slack thread of the person's message the reply answers (`in_reply_to`), when it
+        was written in Slack; None — the top level — for a message on the role's initiative or
+        one that answers what was said elsewhere. `answers`: the latest message before the
+        reply, when the worker followed the conversation (its thread is known without a read)."""
+        if reply.in_reply_to is None:
+            return None
+        if answers is not None and answers.message_id == reply.in_reply_to:
             if answers.channel != CHANNEL:
-                return None  # it answers what was said elsewhere: the top level
+                return None
             thread_ts = answers.thread_ts or self._said.pop(answers.message_id, None)
             if thread_ts is not None:
                 return thread_ts
-            post = await self._db.slack.post_of(self.role.name, answers.message_id)
-            return (post.thread_ts or post.ts) if post is not None else None
-        page = await self._db.threads.latest(
-            reply.thread_id, before=reply.seq, limit=ANSWERED_LOOKBACK
-        )
-        for event in reversed(page.events):
-            if not isinstance(event, Message) or event.author == self.role.address:
-                continue
-            if event.channel != CHANNEL:
-                return None  # it answers what was said elsewhere: the top level
-            post = await self._db.slack.post_of(self.role.name, event.id)
-            return (post.thread_ts or post.ts) if post is not None else None
-        return None
+        post = await self._db.slack.post_of(self.role.name, reply.in_reply_to)
+        return (post.thread_ts or post.ts) if post is not None else None
 
     async def _name(self, author: Address) -> str:
         if (known := self._names.get(author)) is not None:

@@ -1,16 +1,17 @@
 """Replies shown in the DM as the agent writes them, with Slack's chat streaming.
 
 The run host tells its draft listeners the pieces of a reply as the agent writes it
-(`core.engine.host.drafts`). For a DM whose person last wrote in Slack, the first piece starts a
-stream in the thread of their message (`chat.startStream`), the next ones are appended
-(`chat.appendStream`). The stream is not the reply: the reply is the message the turn commits. When
-the delivery worker comes to that message it claims the stream (`claim`), stops it
+(`core.engine.host.drafts`). For a DM whose person last wrote in Slack, the first piece of a reply
+to them starts a stream in the thread of their message (`chat.startStream`), the next ones are
+appended (`chat.appendStream`); a message on the role's initiative is not streamed (it is posted at
+the top level once committed). The stream is not the reply: the reply is the message the turn
+commits. When the delivery worker comes to that message it claims the stream (`claim`), stops it
 (`chat.stopStream`, its text made exactly the message's if they differ) and records the stream's
 `ts` as the message's — so there is exactly one final message, streamed or not. The stream is
-stopped with the message's metadata, so that after a crash between the stop and the record of
-its ts the delivery finds it in the DM's history like any post of the message. A draft whose
-attempt failed is stopped and deleted (the retry drafts again); a stream that could not be
-started leaves the message to be posted the ordinary way.
+stopped with the message's metadata, so that after a crash between the stop and the record of its ts
+the delivery finds it in the DM's history like any post of the message. A draft whose attempt failed
+is stopped and deleted (the retry drafts again); a stream that could not be started leaves the
+message to be posted the ordinary way.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class Streams:
 
     def on_draft(self, draft: Draft) -> None:
         """The host's draft listener: queue it for the conversation's stream (in order)."""
-        if draft.role != self._role:
-            return
+        if draft.role != self._role or draft.initiative:
+            return  # another role's, or posted at the top level once committed
         queue = self._drafts.get(draft.thread_id)
         if queue is None:
             binding, heard = self._binding(draft.thread_id), self._heard(draft.thread_id)

@@ -4,7 +4,9 @@ Every event: `{"id", "thread_id", "seq", "position", "at", "kind", …kind field
 RFC 3339, UTC, with microseconds. The kind fields:
 
 - `message`: `author`, `text`, `context` (`{kind, task?, originating_message?}` or null),
-  `retracted`, `channel` (where it was written: `api`, `web`, `slack`…; null for agents)
+  `retracted`, `channel` (where it was written: `api`, `web`, `slack`…; null for agents),
+  `in_reply_to` (for a role's message, the person's message it answers; null for a message on
+  the role's own initiative, and for people's messages)
 - `participant_state_changed`: `participant`, `from_state`, `to_state`
 - `retraction`: `author`, `target` (the message's id), `reason` (or null)
 - `system`: `text`
@@ -50,6 +52,7 @@ def event_json(event: AnyEvent) -> JsonObject:
             "context": context.to_json() if context is not None else None,
             "retracted": event.retracted,
             "channel": event.channel,
+            "in_reply_to": event.in_reply_to,
         }
     common: JsonObject = {
         "id": event.id,

@@ -7,7 +7,8 @@ non-decreasing along `seq` within a thread, so the two orders agree.
 Kinds:
 - `message`: from a person or a role. An agent's initiative message is a normal message with an
   optional `context` hint `{kind, task?, originating_message?}`, stored and passed on, never
-  branched on.
+  branched on. What a role's message answers is recorded from what caused the turn that wrote
+  it (`in_reply_to`): channels place replies and initiative messages by that.
 - `participant_state_changed`: a participant moved between `active` and `removed`.
 - `retraction`: an author marks one of its own earlier messages retracted. The message stays and is
   shown as retracted; nothing is edited in place. A message is retracted at most once.
@@ -88,6 +89,10 @@ class Message(Event):
     retracted: bool = False
     channel: str | None = None
     """Where the message was written (`web`, `slack`, `api`, …); None for agents' messages."""
+    in_reply_to: EventId | None = None
+    """For a role's message written in a turn that began with people's messages: the latest of
+    them, which it answers. None for a message on the role's own initiative (a turn woken only
+    by task news), for a message not written in a turn, and for people's messages."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,7 +31,7 @@ def from_micros(micros: int) -> datetime:
 def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
     """An event from a full row of `events`, its columns in table order (`select(events)`)."""
     (position, id_, thread_id, seq, micros, kind, author, text, context, participant,
-     from_state, to_state, target, reason, channel) = row  # fmt: skip
+     from_state, to_state, target, reason, channel, in_reply_to) = row  # fmt: skip
     at = from_micros(micros)
     if kind == "message":
         return Message(
@@ -45,6 +45,7 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
             context=MessageContext(**context) if context else None,
             retracted=retracted,
             channel=channel,
+            in_reply_to=in_reply_to,
         )
     if kind == "participant_state_changed":
         return StateChange(
@@ -78,7 +79,7 @@ _STATES = {state.value: state for state in ParticipantState}
 
 EVENT_COLUMNS = (
     "position", "id", "thread_id", "seq", "at", "kind", "author", "text", "context",
-    "participant", "from_state", "to_state", "target", "reason", "channel",
+    "participant", "from_state", "to_state", "target", "reason", "channel", "in_reply_to",
 )  # fmt: skip
 """The columns of `events` in table order: the order of `event_values`."""
 
@@ -90,12 +91,12 @@ def event_values(event: AnyEvent) -> tuple[Any, ...]:
     if isinstance(event, Message):
         context = event.context.to_json() if event.context else None
         return (*common, "message", event.author, event.text, context,
-                None, None, None, None, None, event.channel)  # fmt: skip
+                None, None, None, None, None, event.channel, event.in_reply_to)  # fmt: skip
     if isinstance(event, StateChange):
         return (*common, "participant_state_changed", None, None, None, event.participant,
-                event.from_state.value, event.to_state.value, None, None, None)  # fmt: skip
+                event.from_state.value, event.to_state.value, None, None, None, None)  # fmt: skip
     if isinstance(event, Retraction):
         return (*common, "retraction", event.author, None, None,
-                None, None, None, event.target, event.reason, None)  # fmt: skip
+                None, None, None, event.target, event.reason, None, None)  # fmt: skip
     return (*common, "system", None, event.text, None,
-            None, None, None, None, None, None)  # fmt: skip
+            None, None, None, None, None, None, None)  # fmt: skip

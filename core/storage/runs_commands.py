@@ -39,7 +39,7 @@ from core.model.runs.turn_end import (
     turn_number,
 )
 from core.model.tasks import Actor, ActorKind, Task, TaskEvent, TaskId
-from core.model.timeline import AnyEvent, Message, SystemNote, ThreadId
+from core.model.timeline import AnyEvent, EventId, Message, SystemNote, ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, RunState
 from core.storage.ids import new_id
@@ -221,6 +221,9 @@ class FinishTurn(_OnThread):
     session_state: Mapping[str, Any] | None
     failed: bool = False
     fence: Fence | None = None
+    in_reply_to: EventId | None = None
+    """The person's message the turn's messages answer; None when the turn was woken by other
+    news (they are the role's initiative)."""
 
     @property
     def run_ids(self) -> Sequence[str]:
@@ -253,7 +256,16 @@ class FinishTurn(_OnThread):
         indexes: list[int] = []
         if plan.posting.speaks:
             for text in self.messages:
-                indexes.append(batch.stage(thread, Message, author=role, text=text, context=None))
+                indexes.append(
+                    batch.stage(
+                        thread,
+                        Message,
+                        author=role,
+                        text=text,
+                        context=None,
+                        in_reply_to=self.in_reply_to,
+                    )
+                )
             if self.notice is not None:
                 indexes.append(batch.stage(thread, SystemNote, text=self.notice))
         return _close_turn(

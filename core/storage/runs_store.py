@@ -18,7 +18,7 @@ from core.model.participants import Address
 from core.model.runs.run import Run, RunId, Turn
 from core.model.runs.tokens import digest, new_token
 from core.model.tasks import TaskId
-from core.model.timeline import AnyEvent, ThreadId
+from core.model.timeline import AnyEvent, EventId, ThreadId
 from core.storage import runs_reads
 from core.storage.pages import DEFAULT_PAGE, TimelinePage
 from core.storage.runs_commands import (
@@ -128,8 +128,10 @@ class SqlRunRepository:
         session_state: Mapping[str, Any] | None,
         failed: bool = False,
         fence: Fence | None = None,
+        in_reply_to: EventId | None = None,
     ) -> tuple[TurnEnd, Run]:
-        """Commit the end of a turn of `run`; the answer, and the run as it now stands."""
+        """Commit the end of a turn of `run`; the answer, and the run as it now stands.
+        `in_reply_to`: the person's message the turn's messages answer (None: initiative)."""
         assert run.thread_id is not None
         end = await self._writer.run(
             FinishTurn(
@@ -146,6 +148,7 @@ class SqlRunRepository:
                 session_state,
                 failed,
                 fence,
+                in_reply_to,
             )
         )
         session = run.session

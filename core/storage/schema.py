@@ -112,6 +112,7 @@ events = Table(
     Column("target", String(32)),
     Column("reason", Text),
     Column("channel", String(16)),
+    Column("in_reply_to", String(32)),
     UniqueConstraint("thread_id", "seq"),
     # A participant's own state changes, read for every filtered timeline. Partial, so that
     # appending a message does not touch it.

@@ -91,6 +91,7 @@ class PostMessage(_InThread):
     text: str
     context: MessageContext | None
     channel: str | None = None
+    in_reply_to: EventId | None = None
 
     def check(self, batch: BatchView) -> None:
         check_can_act(batch.thread(self.thread_id).states, self.author)
@@ -104,6 +105,7 @@ class PostMessage(_InThread):
             text=self.text,
             context=self.context,
             channel=self.channel,
+            in_reply_to=self.in_reply_to,
         )
         return _committed(batch, index)
 

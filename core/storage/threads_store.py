@@ -63,8 +63,10 @@ class ThreadRepository(Protocol):
         context: MessageContext | None = None,
         *,
         channel: str | None = None,
+        in_reply_to: EventId | None = None,
     ) -> Message:
-        """Append a message by an active member (`NotAllowed` otherwise), written in `channel`."""
+        """Append a message by an active member (`NotAllowed` otherwise), written in `channel`;
+        a role's may name the person's message it answers (`in_reply_to`)."""
 
     async def set_participant_state(
         self, thread_id: ThreadId, participant: Address, state: ParticipantState
@@ -131,8 +133,11 @@ class SqlThreadRepository:
         context: MessageContext | None = None,
         *,
         channel: str | None = None,
+        in_reply_to: EventId | None = None,
     ) -> Message:
-        event = await self._writer.run(PostMessage(thread_id, author, text, context, channel))
+        event = await self._writer.run(
+            PostMessage(thread_id, author, text, context, channel, in_reply_to)
+        )
         assert isinstance(event, Message)
         return event
 

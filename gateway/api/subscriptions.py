@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, read_object, read_query
+from channels.edge.requests import DATABASE_KEY, ROSTER_KEY, read_object, read_query
 from core.engine.tools import RunTools
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunId, RunKind
@@ -45,6 +45,8 @@ async def list_subscriptions(request: web.Request) -> web.Response:
 async def subscribe(request: web.Request) -> web.Response:
     body = await read_object(request, optional=["task_id", "external_key"])
     run = await _conversation_run(request)
-    tools = RunTools(request.app[DATABASE_KEY], run, read_to=run.cursor)
+    tools = RunTools(
+        request.app[DATABASE_KEY], run, read_to=run.cursor, roster=request.app[ROSTER_KEY]
+    )
     result = await tools.subscribe(body.get("task_id"), external_key=body.get("external_key"))
     return web.json_response(result, status=201 if result["new"] else 200)

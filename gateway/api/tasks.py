@@ -17,7 +17,7 @@ from aiohttp import web
 
 from channels.edge.requests import (
     DATABASE_KEY,
-    ROLES_KEY,
+    ROSTER_KEY,
     field,
     named,
     query_id,
@@ -52,9 +52,7 @@ def _person(raw: object) -> Address:
 
 def _assignee(request: web.Request, raw: object) -> str | None:
     name = parse_assignee(raw)
-    if name is not None and name not in request.app[ROLES_KEY]:
-        raise InvalidInput(f"no role named {name!r} is served here", code="unknown_role")
-    return name
+    return request.app[ROSTER_KEY].check(name) if name is not None else None
 
 
 @routes.post("/api/v1/tasks")

@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.requests import (
+    ROSTER_KEY,
     field,
     named,
     query_bool,
@@ -65,6 +66,7 @@ def _thread_id(request: web.Request) -> ThreadId:
 async def resolve_thread(request: web.Request) -> web.Response:
     body = await read_object(request, required=["participants"])
     participants = field(body, "participants", _participant_list)
+    request.app[ROSTER_KEY].check_participants(participants)
     thread, created = await repository(request).resolve(participants)
     return web.json_response(thread_json(thread), status=201 if created else 200)
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from channels.edge.errors import ApiError
-from channels.edge.requests import DATABASE_KEY, HOST_KEY, ROLES_KEY, read_object, read_query
+from channels.edge.requests import (
+    DATABASE_KEY,
+    HOST_KEY,
+    ROLES_KEY,
+    ROSTER_KEY,
+    read_object,
+    read_query,
+)
 from core.engine.tools import TOOLS, RunTools, call_tool
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunKind
@@ -57,7 +64,9 @@ def tools_of(app: web.Application, run: Run) -> RunTools:
     turn of it runs in this gateway)."""
     host = app.get(HOST_KEY)
     budget = host.tool_budget(run.id) if host is not None else None
-    return RunTools(app[DATABASE_KEY], run, read_to=run.cursor, budget=budget)
+    return RunTools(
+        app[DATABASE_KEY], run, read_to=run.cursor, roster=app[ROSTER_KEY], budget=budget
+    )
 
 
 async def run_of_token(app: web.Application, authorization: str) -> Run:

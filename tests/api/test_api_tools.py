@@ -184,3 +184,41 @@ async def test_calls_past_the_turns_budget_are_refused_and_calls_between_turns_n
         assert (await _tool(gateway, token, "recall", {})).status == 200
     [turn] = (await gateway.get(f"/api/v1/runs/{run_id}/turns")).body["turns"]
     assert turn["outcome"] == "cancelled"
+
+
+async def test_a_message_sent_with_the_tools_answers_what_the_run_has_not_read(
+    gateway: Api,
+) -> None:
+    """`send_message` from outside the gateway's process records what it answers: the latest
+    person's message past the run's cursor (the turn it is part of answers it), or nothing — the
+    role's initiative — when the run has read everything."""
+    thread, _, token = await _conversation(gateway, "person:ann", role="slow")  # a turn runs
+    [hello] = (await gateway.timeline(thread, "?as=person:ann"))["events"]
+    sent = await _tool(gateway, token, "send_message", {"text": "Looking into it."})
+    assert sent.status == 200, sent.text
+    page = await gateway.timeline(thread, "?as=person:ann&latest=true&limit=1")
+    assert page["events"][0]["in_reply_to"] == hello["id"]
+
+    thread, _, token = await _conversation(gateway, "person:bob")  # echo answers at once
+
+    async def answered() -> bool:
+        events = (await gateway.timeline(thread, "?as=person:bob"))["events"]
+        return any(e.get("author") == "role:echo" for e in events)
+
+    await eventually(answered, what="echo's reply")
+    [reply] = [
+        e
+        for e in (await gateway.timeline(thread, "?as=person:bob"))["events"]
+        if e.get("author") == "role:echo"
+    ]
+    assert reply["in_reply_to"] is not None  # the turn's own reply answers bob's message
+
+    async def read_all() -> bool:
+        runs = (await gateway.get(f"/api/v1/runs?thread={thread}")).body["runs"]
+        return bool(runs[0]["cursor"] >= reply["seq"])
+
+    await eventually(read_all, what="the run's cursor past its reply")
+    sent = await _tool(gateway, token, "send_message", {"text": "By the way…"})
+    page = await gateway.timeline(thread, "?as=person:bob&latest=true&limit=1")
+    assert page["events"][0]["id"] == sent.body["result"]["id"]
+    assert page["events"][0]["in_reply_to"] is None

@@ -186,8 +186,9 @@ runtime: {kind: builtin, agent: echo}
 @pytest.fixture(scope="module")
 def gateway_settings() -> dict[str, str]:
     """Extra ROLECALL_ settings of the module's `gateway`: none by default (the repository's
-    manifests/roles, served from the checkout). A test module overrides this fixture to serve
-    other roles, e.g. with `echo_roles_dir`."""
+    manifests/roles, served from the checkout; conversations with roles it does not serve are
+    accepted, as the thread commands' tests use them). A test module overrides this fixture to
+    serve other roles, e.g. with `echo_roles_dir`."""
     return {}
 
 
@@ -203,8 +204,9 @@ def echo_roles_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def gateway(
     tmp_path_factory: pytest.TempPathFactory, gateway_settings: dict[str, str]
 ) -> Iterator[Gateway]:
+    settings = {"ROLECALL_ALLOW_UNSERVED_ROLES": "true", **gateway_settings}
     with running_gateway(
-        tmp_path_factory.mktemp("gateway"), ROLECALL_API_TOKEN=TOKEN, **gateway_settings
+        tmp_path_factory.mktemp("gateway"), ROLECALL_API_TOKEN=TOKEN, **settings
     ) as running:
         yield running
 

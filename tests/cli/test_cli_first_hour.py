@@ -281,6 +281,19 @@ def test_run_list_of_a_role_the_gateway_does_not_serve_is_an_error(cli: Cli) -> 
     assert served.returncode == 0, served.stderr
 
 
+def test_a_thread_with_a_role_the_gateway_does_not_serve_is_refused_in_one_line(
+    cli: Cli, person: str
+) -> None:
+    """`thread resolve` with a misspelt role makes nothing: one line naming the roles served,
+    and how to accept roles another deployment serves."""
+    refused = cli("thread", "resolve", person, "role:ecko")
+    assert refused.returncode == 1
+    assert refused.error_line.startswith("rolecall: unknown_role: no role named 'ecko'")
+    assert "roles served: echo" in refused.error_line
+    assert "ROLECALL_ALLOW_UNSERVED_ROLES" in refused.error_line
+    assert cli("thread", "resolve", person, "role:echo").returncode == 0
+
+
 # -- stdin ---------------------------------------------------------------------------------------
 
 

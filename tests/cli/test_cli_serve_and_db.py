@@ -38,7 +38,7 @@ def test_serve_creates_the_token_file_says_where_and_stops_on_ctrl_c(
 
         # Without --token or ROLECALL_API_TOKEN the CLI reads the same file.
         env = environment(ROLECALL_URL=gateway.url, ROLECALL_VAR_DIR=str(var_dir))
-        created = rolecall("thread", "resolve", "person:carol", "role:ops", env=env)
+        created = rolecall("thread", "resolve", "person:carol", "role:concierge", env=env)
         assert created.returncode == 0, created.stderr
         assert "(created)" in created.stdout
 
@@ -169,8 +169,8 @@ def test_python_dash_m_gateway_is_the_same_command(offline_env: dict[str, str]) 
         timeout=60,
         check=False,
     )
-    assert usage.returncode == 2
-    assert "usage: rolecall" in usage.stderr
+    assert usage.returncode == 0, usage.stderr
+    assert usage.stdout.startswith("usage: rolecall")
 
 
 def test_a_bad_role_manifest_stops_serve_with_one_line_naming_file_and_field(

@@ -27,7 +27,10 @@ BOT = "SLACK_ECHO_BOT_TOKEN"
 APP = "SLACK_ECHO_APP_TOKEN"
 
 
-def echo_role(mode: str = "http", *, stream: bool = False, delay_ms: int = 0) -> Role:
+def echo_role(
+    mode: str = "http", *, stream: bool = False, delay_ms: int = 0, agent: str = "echo"
+) -> Role:
+    """The role `echo` with a Slack app; backed by the built-in `agent` (`echo` by default)."""
     slack: dict[str, Any] = {"mode": mode, "bot_token": BOT}
     slack |= {"signing_secret": SIGNING} if mode == "http" else {"app_token": APP}
     return Role.model_validate(
@@ -35,7 +38,7 @@ def echo_role(mode: str = "http", *, stream: bool = False, delay_ms: int = 0) ->
             "name": "echo",
             "display_name": "Echo",
             "description": "Says back what it is told.",
-            "runtime": {"kind": "builtin", "agent": "echo", "stream": stream, "delay_ms": delay_ms},
+            "runtime": {"kind": "builtin", "agent": agent, "stream": stream, "delay_ms": delay_ms},
             "slack": slack,
         }
     )
@@ -98,9 +101,10 @@ async def slack_gateway(
     email_link_teams: Iterable[str] = (),
     pace: float = 0,
     database_url: str | None = None,
+    agent: str = "echo",
 ) -> AsyncIterator[SlackGateway]:
     """`database_url`: the `database_url` fixture's (SQLite or PostgreSQL); a SQLite file in
-    `tmp_path` by default."""
+    `tmp_path` by default. `agent`: the built-in agent behind the role."""
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     settings = slack_settings(
@@ -114,7 +118,7 @@ async def slack_gateway(
     app = build_app(
         settings,
         api_token=TOKEN,
-        roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms)},
+        roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms, agent=agent)},
         secrets=secrets,
     )
     async with serve(app, port=port) as server, aiohttp.ClientSession() as http:

@@ -107,3 +107,32 @@ async def test_posts_to_one_dm_are_paced(tmp_path: Path, fake_slack: FakeSlack) 
         assert [p.args["text"] for p in posts] == ["one", "two", "three"]
         # sent `pace` apart; what each took to reach Slack may differ by a little
         assert all(b.at - a.at >= 0.3 for a, b in itertools.pairwise(posts))
+
+
+async def test_a_message_on_the_roles_initiative_is_at_the_top_level(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
+    """The concierge tells the person of a status change of a task it watches with
+    `send_message` and no `context`: a turn woken by task news, so its message is the role's
+    initiative — at the top level of the DM, not in the thread of the person's last message."""
+    async with slack_gateway(tmp_path, fake_slack, agent="concierge") as gw:
+        asked = await _say(gw, fake_slack, "create a task: paint the door")
+        [(created, where)] = _replies(fake_slack)
+        assert "paint the door" in created and where == asked
+        [task] = (await gw.api.get("/api/v1/tasks")).body["tasks"]
+        done = {"author": "person:bob", "status": "done"}
+        changed = await gw.api.call("PATCH", f"/api/v1/tasks/{task['id']}", json=done)
+        assert changed.status == 200, changed.text
+
+        await fake_slack.wait_for("chat.postMessage", 2, ok=True)
+        told, where = _replies(fake_slack)[-1]
+        assert told == 'The task "paint the door" is now done.'
+        assert where is None
+        [thread] = (await gw.api.get("/api/v1/threads?participant=person:alice")).body["threads"]
+        events = (await gw.api.timeline(thread["id"]))["events"]
+        reply, news = [e for e in events if e.get("author") == "role:echo"]
+        assert reply["in_reply_to"] == next(e["id"] for e in events if e["seq"] == 1)
+        assert news["in_reply_to"] is None and news["context"] is None
+
+        ts = await _say(gw, fake_slack, "thanks")
+        assert _replies(fake_slack)[-1][1] == ts  # a reply to a person is in their thread

@@ -25,6 +25,7 @@ from core.engine.runtimes.base import Prompt, PromptEvent
 from core.engine.tools import RunTools
 from core.model.leases import Fence
 from core.model.roles.role import Role
+from core.model.roles.roster import Roster
 from core.model.runs.conversation import (
     EndOfTurn,
     TurnPlan,
@@ -60,6 +61,7 @@ class ConversationTurn:
         activity: Activity,
         drafts: DraftListener,
         fence: Fence | None = None,
+        roster: Roster,
     ) -> None:
         assert given.run.thread_id is not None
         self._db = database
@@ -81,13 +83,16 @@ class ConversationTurn:
             recent=given.recent.events if given.recent else (),
             subscribed=given.subscribed,
         )
-        self.tools = RunTools(database, given.run, read_to=plan.cursor_to)
+        self.tools = RunTools(
+            database, given.run, read_to=plan.cursor_to, roster=roster, answering=plan.answers
+        )
 
     def working(self, working: bool) -> None:
         self._activity(self._thread_id, self._role.name, working)
 
     def draft(self, kind: DraftKind, text: str) -> None:
-        self._drafts(Draft(self._thread_id, self._role.name, kind, text))
+        initiative = self._plan.answers is None
+        self._drafts(Draft(self._thread_id, self._role.name, kind, text, initiative))
 
     def cancelled(self) -> EndOfTurn:
         return cancelled_turn(self.cause, display_name=self._role.display_name)
@@ -120,6 +125,7 @@ class ConversationTurn:
             session_state=session_state,
             failed=failed,
             fence=self._fence,
+            in_reply_to=self._plan.answers,
         )
         return after
 

@@ -25,6 +25,9 @@ class Draft:
     role: str
     kind: DraftKind
     text: str = ""
+    initiative: bool = False
+    """The reply is the role's own initiative (its turn was woken by task news, not by a
+    person's message): channels show it as a message of its own, not under a person's."""
 
 
 DraftListener = Callable[[Draft], None]

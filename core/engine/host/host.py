@@ -68,6 +68,7 @@ from core.model.errors import Conflict, NotFound
 from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.roles.role import Role
+from core.model.roles.roster import Roster
 from core.model.runs.conversation import plan_turn
 from core.model.runs.run import Run, RunId, RunKind
 from core.model.runs.task import plan_task_turn
@@ -117,6 +118,7 @@ class RunHost:
         ownership: Ownership | None = None,
         tool_budgets: ToolBudgets | None = None,
         slots: TurnSlots | None = None,
+        roster: Roster | None = None,
     ) -> None:
         """`tools_url`: the gateway's base URL as agents outside this process reach it; with
         it, runtimes that want tools get a fresh token of their run at every session start,
@@ -124,8 +126,10 @@ class RunHost:
         share the database (default: this host runs them all). `tool_budgets`: where turns' tool
         calls are counted (default: in this process; `SharedBudgets` when replicas share the
         database); `slots`: the roles' turn slots across replicas (default: this host's own
-        are the whole limit)."""
+        are the whole limit); `roster`: the roles the runs' tools accept as assignees (default:
+        the roles this host serves)."""
         self._db = database
+        self._roster = roster or Roster.of(roles)
         self._owner: Ownership = ownership or SoleOwner()
         self._cluster_slots: TurnSlots = slots or SoleSlots()
         self._roles = dict(roles)
@@ -431,6 +435,7 @@ class RunHost:
                 activity=self._tell_activity,
                 drafts=self._tell_draft,
                 fence=_fence(live),
+                roster=self._roster,
             )
             async with self._cluster_slots.turn(role):
                 await self._turns.take(live, role, turn)
@@ -462,7 +467,7 @@ class RunHost:
                     given.run, plan.task_cursor_to, fence=_fence(live)
                 )
             return
-        turn = TaskTurn(self._db, role, given, plan, fence=_fence(live))
+        turn = TaskTurn(self._db, role, given, plan, fence=_fence(live), roster=self._roster)
         async with self._cluster_slots.turn(role):
             await self._turns.take(live, role, turn)
         live.queued_at = self._clock()

@@ -18,6 +18,7 @@ from core.engine.runtimes.base import Prompt
 from core.engine.tools import RunTools
 from core.model.leases import Fence
 from core.model.roles.role import Role
+from core.model.roles.roster import Roster
 from core.model.runs.run import Run, TurnCause, TurnOutcome
 from core.model.runs.task import (
     TaskTurnEnd,
@@ -43,6 +44,7 @@ class TaskTurn:
         plan: TaskTurnPlan,
         *,
         fence: Fence | None = None,
+        roster: Roster,
     ) -> None:
         self._db = database
         self._plan = plan
@@ -56,7 +58,7 @@ class TaskTurn:
             opening=not given.run.session.opened,
             more=given.more,
         )
-        self.tools = RunTools(database, given.run, read_to=0)
+        self.tools = RunTools(database, given.run, read_to=0, roster=roster)
 
     def working(self, working: bool) -> None:
         pass  # nobody watches a task run work

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import NoneType, UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -45,6 +45,9 @@ class Arg:
     choices: tuple[str, ...] = ()
     nullable: bool = False
     """Null is a value of its own here (not the same as leaving the argument out)."""
+    null: Any = None
+    """What a nullable argument's explicit null is passed to the method as, when the method's
+    None means "left out"."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +60,8 @@ class Tool:
     """Each argument's `Arg.doc`, in the signature's order."""
     method: Callable[..., Awaitable[Any]]
     answer: Callable[[Any], Any]
+    nulls: Mapping[str, Any] = field(default_factory=dict)
+    """The nullable arguments whose explicit null the method is given as another value."""
 
     @property
     def required(self) -> list[str]:
@@ -86,7 +91,11 @@ class Tool:
 
     async def call(self, tools: object, arguments: Mapping[str, Any]) -> Any:
         """The method on `tools` (the run's `RunTools`) with checked arguments; JSON out."""
-        return self.answer(await self.method(tools, **arguments))
+        given = {
+            name: self.nulls[name] if value is None and name in self.nulls else value
+            for name, value in arguments.items()
+        }
+        return self.answer(await self.method(tools, **given))
 
 
 _DECLARED: dict[Callable[..., Any], Tool] = {}
@@ -121,12 +130,15 @@ def declared(
     properties: dict[str, Any] = {}
     required: list[str] = []
     docs: dict[str, str] = {}
+    nulls: dict[str, Any] = {}
     for parameter in list(inspect.signature(method).parameters.values())[1:]:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise TypeError(f"{method.__name__}: a tool names each of its arguments")
         kind, arg = _unwrap(hints[parameter.name], f"{method.__name__}({parameter.name})")
         properties[parameter.name] = _property(kind, arg)
         docs[parameter.name] = arg.doc
+        if arg.nullable and arg.null is not None:
+            nulls[parameter.name] = arg.null
         if parameter.default is parameter.empty:
             required.append(parameter.name)
     schema = {
@@ -143,6 +155,7 @@ def declared(
         docs=docs,
         method=method,
         answer=answer,
+        nulls=nulls,
     )
 
 

@@ -45,7 +45,11 @@ class ConversationTools(ToolContext):
         ] = None,
     ) -> dict[str, Any]:
         message = await self._db.threads.post_message(
-            self._conversation(), self._run.role_address, check_text(text), parse_context(context)
+            self._conversation(),
+            self._run.role_address,
+            check_text(text),
+            parse_context(context),
+            in_reply_to=await self._in_reply_to(),
         )
         self.sent += 1
         return {"id": message.id, "seq": message.seq}

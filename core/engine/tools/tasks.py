@@ -29,6 +29,11 @@ class TaskTools(ToolContext):
     def _actor(self) -> Actor:
         return Actor(kind=ActorKind.RUN, name=self._run.role_address, run_id=self._run.id)
 
+    def _assignee(self, raw: object) -> str | None:
+        """A role that may be assigned here (`unknown_role` otherwise), or None for nobody."""
+        name = parse_assignee(raw)
+        return self._roster.check(name) if name is not None else None
+
     @tool(
         description="Create a task (a tracked work item people see). `assignee`: a role.",
         result="the [task](#tasks), as the tasks API shows it",
@@ -39,7 +44,7 @@ class TaskTools(ToolContext):
         task, _ = await self._db.tasks.create(
             title=check_title(title),
             body=check_body(body),
-            assignee=parse_assignee(assignee),
+            assignee=self._assignee(assignee),
             external=None,
             actor=self._actor,
         )
@@ -87,13 +92,15 @@ class TaskTools(ToolContext):
         status: Annotated[str | None, _STATUS] = None,
         title: str | None = None,
         body: str | None = None,
-        assignee: Annotated[str | None, Arg(doc="null: unassign", nullable=True)] = None,
+        assignee: Annotated[
+            str | None, Arg(doc='null or "": unassign; left out: unchanged', nullable=True, null="")
+        ] = None,
     ) -> dict[str, Any]:
         change = TaskChange(
             title=check_title(title) if title is not None else None,
             body=check_body(body) if body is not None else None,
             status=parse_status(status) if status is not None else None,
-            assignee=(parse_assignee(assignee) or "") if assignee is not None else None,
+            assignee=(self._assignee(assignee) or "") if assignee is not None else None,
         )
         task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
         return {**task.to_json(), "changed": event is not None}

@@ -29,7 +29,7 @@ from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.runs.prompt import Prompt, PromptEvent
 from core.model.runs.run import TurnCause, TurnOutcome
 from core.model.tasks import Task, TaskEvent
-from core.model.timeline import AnyEvent, Message, Retraction, SystemNote
+from core.model.timeline import AnyEvent, EventId, Message, Retraction, SystemNote
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +49,17 @@ class TurnPlan:
     """News of the tasks the run subscribes to, in position order (its own changes left out)."""
     task_cursor_from: int = 0
     task_cursor_to: int = 0
+
+    @property
+    def answers(self) -> EventId | None:
+        """The person's message the turn's messages answer: the latest that woke it. None for
+        a turn woken only by task news: what it says is the role's own initiative."""
+        return latest_from_a_person(self.news)
+
+
+def latest_from_a_person(events: Sequence[AnyEvent]) -> EventId | None:
+    """The latest of these events that is a person's (unretracted) message, if any."""
+    return next((e.id for e in reversed(events) if _wakes(e)), None)
 
 
 def _own(event: AnyEvent, role: Address) -> bool:
