@@ -20,6 +20,7 @@ from gateway.cli._shared import EXIT_FAILURE, Command, Failure
 from gateway.cli.client import ClientError
 from gateway.cli.commands import (
     db,
+    doctor,
     endpoints,
     hooks,
     memory,
@@ -39,6 +40,7 @@ PROG = "rolecall"
 COMMAND_GROUPS = (
     serve.add_commands,
     db.add_commands,
+    doctor.add_commands,
     threads.add_commands,
     runs.add_commands,
     tasks.add_commands,

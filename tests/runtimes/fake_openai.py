@@ -7,7 +7,8 @@
     fake.requests                          # every request: its JSON body and headers
     await fake.close()
 
-It answers `POST /v1/chat/completions` with the next scripted answer — as one JSON body, or,
+It lists `models` at `GET /v1/models` (a key `wrong` is refused with 401), and answers
+`POST /v1/chat/completions` with the next scripted answer — as one JSON body, or,
 when the request says `stream: true`, as server-sent events the way OpenAI streams them (the
 text word by word, each tool call's arguments in two pieces, `data: [DONE]` last). When the
 script runs out it repeats `then` (set by `always`), or answers 500. An answer may instead be
@@ -97,6 +98,9 @@ class FakeOpenAI:
         """Set when the client of a held request went away."""
         self._app = web.Application()
         self._app.router.add_post("/v1/chat/completions", self._complete)
+        self._app.router.add_get("/v1/models", self._models)
+        self.models: list[str] = ["fake-model"]
+        """What `GET /v1/models` lists."""
         self._serving = contextlib.AsyncExitStack()
 
     async def start(self) -> str:
@@ -113,6 +117,12 @@ class FakeOpenAI:
     def always(self, answer: Answer) -> None:
         """Answer this once the script is done (for as long as asked)."""
         self._then = answer
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization", "Bearer") == "Bearer wrong":
+            return web.json_response({"error": {"message": "bad key"}}, status=401)
+        listed = [{"id": name, "object": "model", "owned_by": "fake"} for name in self.models]
+        return web.json_response({"object": "list", "data": listed})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -22,6 +22,12 @@ class RuntimeKind(Runtime, Protocol):
         """(field, what is wrong) when this runtime cannot back the role; None when it can."""
         ...
 
+    async def probe(self, role: Role) -> str:
+        """Reach the role's agent once, as `rolecall doctor` does (an ACP agent answers
+        `initialize`, an OpenAI-compatible endpoint lists its models, an A2A agent's card
+        loads): what answered; an `AgentError` saying what is wrong."""
+        ...
+
 
 class Runtimes:
     def __init__(
@@ -49,6 +55,12 @@ class Runtimes:
         if kind is None:
             return ("runtime.kind", f"runtime kind {runtime.kind!r} is not available here")
         return kind.problem(role)
+
+    async def probe(self, role: Role) -> str:
+        """What answered for the role's agent (`RuntimeKind.probe`); a built-in agent is here."""
+        if isinstance(role.runtime, BuiltinManifest):
+            return f"the built-in agent {role.runtime.agent!r} is part of the gateway"
+        return await self._kinds[role.runtime.kind].probe(role)
 
     def for_role(self, role: Role) -> Runtime:
         if isinstance(role.runtime, BuiltinManifest):

@@ -55,6 +55,18 @@ class A2aRuntime:
             return ("runtime.auth.token", f"the setting {manifest.auth.token} is not set")
         return None
 
+    async def probe(self, role: Role) -> str:
+        """Load the role's agent card (what `rolecall doctor` checks)."""
+        manifest = role.runtime
+        assert isinstance(manifest, A2aManifest)
+        async with httpx.AsyncClient(headers=self._headers(manifest.auth), timeout=TIMEOUT) as http:
+            resolver = A2ACardResolver(http, manifest.card_url, agent_card_path="")
+            try:
+                card = await resolver.get_agent_card(http_kwargs={"timeout": CARD_TIMEOUT})
+            except (A2AError, ValueError, httpx.HTTPError) as failure:
+                raise AgentError(f"the agent card at {manifest.card_url}: {failure}") from None
+        return f"the agent card of {card.name or 'an unnamed agent'} {card.version} loaded"
+
     async def start(self, spec: SessionSpec) -> AgentSession:
         return await self._open(spec, None)
 

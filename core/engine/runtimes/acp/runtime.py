@@ -29,12 +29,13 @@ import asyncio
 import logging
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from core.engine.runtimes.acp.process import AgentProcess, agent_environment
-from core.engine.runtimes.acp.session import AcpSession
+from core.engine.runtimes.acp.session import AcpSession, introduce
 from core.engine.runtimes.base import AgentError, AgentSession, SessionSpec
 from core.model.roles.role import AcpRuntime as Manifest
 from core.model.roles.role import Role
@@ -76,6 +77,27 @@ class AcpRuntime:
             if setting not in self._secrets:
                 return ("runtime.secrets", f"{variable}: the setting {setting} is not set")
         return None
+
+    async def probe(self, role: Role) -> str:
+        """Start the role's agent in a scratch directory and ask it `initialize` (what
+        `rolecall doctor` checks); an `AgentError` says why it did not answer."""
+        manifest = role.runtime
+        assert isinstance(manifest, Manifest)
+        executable = self._executable(manifest)
+        if executable is None:
+            raise AgentError(f"{manifest.command!r} is not an executable file on PATH")
+        with tempfile.TemporaryDirectory(prefix="rolecall-probe-") as scratch:
+            try:
+                process = await AgentProcess.spawn(
+                    executable,
+                    manifest.args,
+                    env=self._environment(manifest),
+                    cwd=Path(scratch),
+                    max_line=self._max_line,
+                )
+            except OSError as failed:
+                raise AgentError(f"could not start {manifest.command!r}: {failed}") from None
+            return await introduce(process, grace=self._grace)
 
     def directory(self, role: str, run_id: str) -> Path:
         """The working directory of a run's agent."""

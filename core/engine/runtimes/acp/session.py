@@ -294,6 +294,40 @@ class AcpSession:
             raise AgentError(f"{what}: the agent's answer is not valid ACP: {error}") from None
 
 
+async def introduce(process: AgentProcess, *, grace: float) -> str:
+    """Ask a freshly started agent `initialize` alone and stop it: who it says it is, for
+    `rolecall doctor`; an `AgentError` saying why it did not answer as an ACP agent."""
+    conn = connect_to_agent(cast(Client, _Silent()), process.transport)
+    try:
+        started = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=_CAPABILITIES,
+            client_info=_CLIENT,
+        )
+    except RequestError as error:
+        raise Refused(_refusal("initialize", error)) from None
+    except ConnectionError:
+        raise AgentError(f"initialize: {await process.why_it_ended()}") from None
+    except ValidationError as error:
+        raise AgentError(f"initialize: the agent's answer is not valid ACP: {error}") from None
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close()
+        await process.stop(grace)
+    if started.protocol_version != PROTOCOL_VERSION:
+        raise AgentError(
+            f"the agent speaks ACP version {started.protocol_version}; the gateway speaks "
+            f"version {PROTOCOL_VERSION}"
+        )
+    info = started.agent_info
+    named = f"{info.name} {info.version}" if info is not None else "the agent"
+    return f"{named} answered initialize (ACP version {started.protocol_version})"
+
+
+class _Silent:
+    """The client side of an `introduce`: the agent has nothing to ask of us before a session."""
+
+
 def _refusal(what: str, error: RequestError) -> str:
     said = f"the agent answered {what} with error {error.code}: {error}"
     if error.data:

@@ -61,6 +61,7 @@ from core.engine.runtimes.openai.history import (
     tool_result_message,
     turn_messages,
 )
+from core.engine.runtimes.openai.probe import list_models
 from core.engine.runtimes.openai.wire import (
     AssistantMessage,
     Endpoint,
@@ -266,6 +267,13 @@ class ChatCompletionsRuntime:
             return ("runtime.api_key", f"the setting {manifest.api_key} is not set")
         return None
 
+    async def probe(self, role: Role) -> str:
+        """The endpoint lists its models, the role's among them (what `rolecall doctor`
+        checks)."""
+        manifest = role.runtime
+        assert isinstance(manifest, Manifest)
+        return await list_models(self._endpoint(manifest))
+
     async def start(self, spec: SessionSpec) -> AgentSession:
         return self._session(spec, [])
 
@@ -274,12 +282,15 @@ class ChatCompletionsRuntime:
 
     def _session(self, spec: SessionSpec, history: list[ChatMessage]) -> ChatSession:
         manifest = Manifest.model_validate(dict(spec.options))
+        endpoint = self._endpoint(manifest)
+        return ChatSession(spec, manifest, endpoint, self._client, history, self._limits)
+
+    def _endpoint(self, manifest: Manifest) -> Endpoint:
         key = None
         if manifest.api_key is not None:
             key = self._secrets.get(manifest.api_key)
             if not key:
                 raise AgentError(f"the setting {manifest.api_key} (runtime.api_key) is not set")
-        endpoint = Endpoint(
+        return Endpoint(
             base_url=manifest.base_url, model=manifest.model, key=key, key_setting=manifest.api_key
         )
-        return ChatSession(spec, manifest, endpoint, self._client, history, self._limits)
