@@ -3,6 +3,11 @@
 `configure_logging(settings)` is called once by whoever runs the app. Each line carries the id of
 the request being handled when it was written (`current_request_id`, set by the app's tracing
 middleware), so a request's access line and everything logged while handling it can be joined.
+
+The format is `ROLECALL_LOG_FORMAT`: `json` or `text` when the setting says so, else (`auto`)
+text for a person when stderr is a terminal and JSON for whatever collects it otherwise
+(`chosen_format`). Alembic's own lines (one a schema revision) are left out below debug level:
+the upgrade says in one line what it did (`core.storage.migrate`).
 """
 
 from __future__ import annotations
@@ -12,11 +17,18 @@ import logging
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Literal, Protocol
 
 from core.model.timeline import rfc3339
 from gateway.settings import Settings
 
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+Format = Literal["json", "text"]
+
+
+class _Stream(Protocol):
+    def isatty(self) -> bool: ...
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,6 +51,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """A log record as a line for a person: local time, level, logger, message, and the request
+    id in brackets when there is one; a traceback follows on the lines after it."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        request_id = getattr(record, "request_id", None)
+        return f"{line} [{request_id}]" if request_id is not None else line
+
+
 class RequestIdFilter(logging.Filter):
     """Stamp the id of the request being handled (if any) on each record."""
 
@@ -48,16 +73,27 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+def chosen_format(setting: Literal["auto", "json", "text"], stream: _Stream) -> Format:
+    """The format lines written to `stream` take: the setting's when it names one, else text
+    when `stream` is a terminal and JSON when it is not (a file, a pipe, a collector)."""
+    if setting != "auto":
+        return setting
+    try:
+        return "text" if stream.isatty() else "json"
+    except ValueError:  # a closed stream: nobody reads it, JSON is as good as anything
+        return "json"
+
+
 def configure_logging(settings: Settings) -> None:
     """Send every log line of the process to stderr, as JSON or as text, at the set level."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
-    if settings.log_format == "json":
+    if chosen_format(settings.log_format, sys.stderr) == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
-        )
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
+    debug = settings.log_level == "debug"
+    logging.getLogger("alembic").setLevel(logging.NOTSET if debug else logging.WARNING)

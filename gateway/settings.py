@@ -78,7 +78,9 @@ class Settings(BaseSettings):
     sources_dir: Path = Path("manifests/sources")
     """Webhook sources, one manifest a source (docs/webhooks.md); the default may be missing."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["json", "text"] = "json"
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """How log lines are written on stderr: `json` (one object a line), `text` (a line for a
+    person), or `auto`: text when stderr is a terminal, JSON otherwise (`gateway.logs`)."""
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_turns: int = Field(default=64, ge=1, le=100_000)
     turn_attempts: int = Field(default=3, ge=1, le=20)

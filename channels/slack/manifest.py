@@ -18,14 +18,24 @@ gives a person's email and whether Slack confirmed it, which links them to a per
 email in the workspaces `ROLECALL_SLACK_EMAIL_LINK_TEAMS` allows. Without it, the app never sees
 an email.
 
+With `agent_view` the app turns on Slack's agent view (`features.assistant_view`, "Agents & AI
+Apps", which may need a paid plan or a developer sandbox), asks for `assistant:write`
+(`AGENT_VIEW_SCOPE`: the "working…" status, `assistant.threads.setStatus`), which Slack grants
+only to an app with that view, and subscribes to the two events the view sends
+(`AGENT_VIEW_EVENTS`). Without it the app is a plain bot that people DM, which every plan has.
+
 It asks for exactly what the adapter in `channels/slack/` uses and nothing more (`SCOPES`,
 `EVENTS`, each with the call or event that needs it), so the test compares the manifest with a
-reviewed fixture. Names come from the role, shortened to Slack's limits at a word boundary.
+reviewed fixture. Names come from the role, shortened to Slack's limits at a word boundary; the
+bot user's name is made of what Slack allows there (`bot_name`).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 import urllib.parse
+from ipaddress import ip_address
 from typing import Any, Literal
 
 import yaml
@@ -40,9 +50,15 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("mpim:history", "message.mpim events; conversations.history of a group DM"),
     ("mpim:read", "conversations.members of a group DM (who its thread is with)"),
     ("users:read", "users.info: a person's display name on first contact"),
-    ("assistant:write", "assistant.threads.setStatus: '<role> is working…' while a turn runs"),
 )
 """The bot scopes, and why the adapter needs each (auth.test needs none)."""
+
+AGENT_VIEW_SCOPE: tuple[str, str] = (
+    "assistant:write",
+    "assistant.threads.setStatus: '<role> is working…' while a turn runs",
+)
+"""The scope asked for only with the agent view (`app_manifest(agent_view=True)`): Slack grants
+it only to an app whose manifest has `features.assistant_view`."""
 
 EMAIL_SCOPE: tuple[str, str] = (
     "users:read.email",
@@ -62,10 +78,22 @@ OAUTH_EVENTS: tuple[tuple[str, str], ...] = (
 )
 """The bot events of an app installed over OAuth, on top of `EVENTS` (no scope needed)."""
 
+AGENT_VIEW_EVENTS: tuple[tuple[str, str], ...] = (
+    ("assistant_thread_started", "a person opened a thread with the app in the agent view"),
+    ("assistant_thread_context_changed", "the channel a person looks at beside that thread"),
+)
+"""The bot events of an app with the agent view, on top of `EVENTS` (no scope needed); the
+gateway acknowledges and records them (`channels/slack/inbound.py`), the person's messages in
+that thread still come as `message.im`."""
+
 NAME_LIMIT = 35
 DESCRIPTION_LIMIT = 140
 BOT_NAME_LIMIT = 80
 """Slack's limits on the app's name, its short description and the bot user's name."""
+
+_NOT_IN_BOT_NAME = re.compile(r"[^a-z0-9._-]+")
+"""What Slack refuses in the bot user's name: anything but lower-case ASCII letters, digits,
+'.', '_' and '-' (docs.slack.dev/reference/app-manifest, `features.bot_user.display_name`)."""
 
 
 class ManifestOptionError(ValueError):
@@ -78,11 +106,13 @@ def app_manifest(
     mode: Mode | None = None,
     base_url: str | None = None,
     email_link: bool = False,
+    agent_view: bool = False,
 ) -> dict[str, Any]:
     """The role's Slack app manifest as a dict (key order as Slack shows it).
 
     `base_url` (checked with `check_base_url`) is required in HTTP mode and refused in Socket
-    Mode, which has no request URL. `email_link` adds the `users:read.email` scope."""
+    Mode, which has no request URL. `email_link` adds the `users:read.email` scope;
+    `agent_view` the agent view, its scope and its events."""
     chosen = app_mode(role, mode)
     description = _one_line(role.description)
     about = {"name": shorten(role.display_name, NAME_LIMIT)}
@@ -100,29 +130,31 @@ def app_manifest(
         raise ManifestOptionError(
             "a Socket Mode app has no request URL: the gateway connects to Slack"
         )
-    bot_events = EVENTS + OAUTH_EVENTS if installed_over_oauth(role) else EVENTS
+    bot_events = EVENTS
+    bot_events += OAUTH_EVENTS if installed_over_oauth(role) else ()
+    bot_events += AGENT_VIEW_EVENTS if agent_view else ()
     events["bot_events"] = [name for name, _ in bot_events]
-    scopes = (*SCOPES, EMAIL_SCOPE) if email_link else SCOPES
+    scopes = SCOPES
+    scopes += (AGENT_VIEW_SCOPE,) if agent_view else ()
+    scopes += (EMAIL_SCOPE,) if email_link else ()
     oauth["scopes"] = {"bot": [name for name, _ in scopes]}
+    features: dict[str, Any] = {
+        "app_home": {
+            "home_tab_enabled": False,
+            "messages_tab_enabled": True,
+            "messages_tab_read_only_enabled": False,
+        },
+        "bot_user": {"display_name": bot_name(role), "always_online": True},
+    }
+    if agent_view:
+        features["assistant_view"] = {
+            "assistant_description": shorten(
+                description or f"Direct messages with {role.display_name}.", DESCRIPTION_LIMIT
+            ),
+        }
     return {
         "display_information": about,
-        "features": {
-            "app_home": {
-                "home_tab_enabled": False,
-                "messages_tab_enabled": True,
-                "messages_tab_read_only_enabled": False,
-            },
-            "bot_user": {
-                "display_name": shorten(role.display_name, BOT_NAME_LIMIT),
-                "always_online": True,
-            },
-            "assistant_view": {
-                "assistant_description": shorten(
-                    description or f"Direct messages with {role.display_name}.",
-                    DESCRIPTION_LIMIT,
-                ),
-            },
-        },
+        "features": features,
         "oauth_config": oauth,
         "settings": {
             "event_subscriptions": events,
@@ -164,6 +196,35 @@ def check_base_url(url: str) -> str:
     return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, parsed.path, "", "")).rstrip("/")
 
 
+def reachable_by_slack(base_url: str) -> bool:
+    """Whether Slack can post to `base_url` as far as the URL tells: https, at a name or a public
+    address — not loopback, a private or reserved network, `localhost`, a `.local` or
+    `.internal` name, or a name without a dot."""
+    parsed = urllib.parse.urlsplit(base_url)
+    host = (parsed.hostname or "").lower()
+    if parsed.scheme != "https" or not host:
+        return False
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return False
+    try:
+        return ip_address(host).is_global
+    except ValueError:  # a name, not an address
+        return "." in host
+
+
+def bot_name(role: Role) -> str:
+    """The bot user's name, as Slack allows it: the role's display name in lower case, letters
+    stripped of accents, every run of other characters one '-', at most `BOT_NAME_LIMIT`
+    characters (cut at a '-'); the role's name when nothing of the display name is left."""
+    ascii_name = unicodedata.normalize("NFKD", role.display_name).encode("ascii", "ignore")
+    name = _NOT_IN_BOT_NAME.sub("-", ascii_name.decode().lower()).strip("-._")
+    if len(name) > BOT_NAME_LIMIT:
+        cut = name[:BOT_NAME_LIMIT]
+        dash = cut.rfind("-")
+        name = (cut[:dash] if dash >= BOT_NAME_LIMIT // 2 else cut).rstrip("-._")
+    return name or role.name[:BOT_NAME_LIMIT]
+
+
 def events_url(base_url: str, role_name: str) -> str:
     """Where Slack posts the events of the role's app (`channels/slack/routes.py`)."""
     return f"{base_url}/slack/{role_name}/events"
@@ -184,10 +245,13 @@ def render(role: Role, manifest: dict[str, Any], *, command: str) -> str:
     events = manifest["settings"]["event_subscriptions"]
     if "request_url" in events:
         mode = "HTTP mode"
-        how = [
-            f"Slack posts the app's events to {events['request_url']}:",
-            "generate it again with your gateway's public HTTPS base URL as --url.",
-        ]
+        url = events["request_url"]
+        how = [f"Slack posts the app's events to {url}."]
+        if not reachable_by_slack(url):
+            how += [
+                "Slack cannot reach that address (it needs a public https:// URL): generate the",
+                "file again with your gateway's public HTTPS base URL as --url.",
+            ]
     else:
         mode = "Socket Mode"
         how = ["The gateway connects to Slack with the app-level token: there is no request URL."]

@@ -11,10 +11,16 @@ do. When the process dies holding the lock, its session ends and the server rele
 
 SQLite needs no lock: the migration's transaction begins with `BEGIN IMMEDIATE`, which already
 makes a second writer wait (`core.storage.engine`).
+
+An upgrade says what it did in one line at info level — `database created at 0019`, `database
+upgraded from 0012 to 0019` or `database at 0019, up to date` — with the database (its password
+hidden) and both revisions in the record's `fields`; Alembic's line per revision is for debugging
+(`gateway.logs` leaves it out otherwise).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,10 +28,12 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, make_url, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.storage.engine import create_engine
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -47,10 +55,24 @@ def _config(connection: Connection) -> Config:
     return config
 
 
-def _upgrade(connection: Connection) -> str:
+def _revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade(connection: Connection) -> tuple[str | None, str]:
+    """The revision before (None: no schema yet) and after upgrading to the newest."""
+    before = _revision(connection)
     command.upgrade(_config(connection), "head")
-    revision = MigrationContext.configure(connection).get_current_revision()
-    return revision or "base"
+    return before, _revision(connection) or "base"
+
+
+def _said(before: str | None, after: str) -> str:
+    """The one line an upgrade from `before` to `after` is logged as."""
+    if before is None:
+        return f"database created at {after}"
+    if before == after:
+        return f"database at {after}, up to date"
+    return f"database upgraded from {before} to {after}"
 
 
 @asynccontextmanager
@@ -83,6 +105,10 @@ async def upgrade_schema(url: str) -> str:
             _one_upgrader_at_a_time(connection),
             connection.begin(),
         ):
-            return await connection.run_sync(_upgrade)
+            before, after = await connection.run_sync(_upgrade)
     finally:
         await engine.dispose()
+    database = make_url(url).render_as_string(hide_password=True)
+    fields = {"database": database, "from_revision": before, "to_revision": after}
+    log.info(_said(before, after), extra={"fields": fields})
+    return after

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import TOKEN, Cli, Gateway, Result
+from tests.cli.test_cli_banner import banner_rows
 
 DEADLINE = 15.0  # seconds to wait for the run host; a built-in turn takes milliseconds
 
@@ -94,8 +95,12 @@ def converse(cli: Cli, person: str, text: str = "hello echo") -> tuple[str, dict
 
 
 def test_serve_names_the_roles_of_its_roles_dir(gateway: Gateway) -> None:
-    assert gateway.stdout.splitlines() == [
+    assert gateway.stdout.splitlines()[0] == (
         f"Rolecall listening on {gateway.url} (role:echo, role:slow)"
+    )
+    assert banner_rows(gateway.stdout)["roles"] == [
+        "role:echo  built-in agent echo",
+        "role:slow  built-in agent echo",
     ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Gateway, Result
+from tests.cli.test_cli_banner import banner_rows
 
 TOKEN = "serve-tests-operator-token-0123456789"
 
@@ -30,10 +31,10 @@ def test_serve_creates_the_token_file_says_where_and_stops_on_ctrl_c(
     var_dir = tmp_path / "var"
     with serve(var_dir) as gateway:
         token_file = var_dir / "api-token"
-        assert gateway.stdout.splitlines() == [
-            f"operator API token: {token_file}",
-            f"Rolecall listening on {gateway.url} (role:concierge)",
-        ]
+        assert gateway.stdout.splitlines()[0] == (
+            f"Rolecall listening on {gateway.url} (role:concierge)"
+        )
+        assert banner_rows(gateway.stdout)["operator token"] == [str(token_file)]
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
 
         # Without --token or ROLECALL_API_TOKEN the CLI reads the same file.

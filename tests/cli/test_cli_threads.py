@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from tests.cli.conftest import Cli, Gateway
+from tests.cli.test_cli_banner import banner_rows
 
 
 @pytest.fixture
@@ -34,10 +35,11 @@ def send(cli: Cli, thread_id: str, author: str, text: str) -> str:
     return str(cli("thread", "send", thread_id, "--as", author, text, "--json").json()["id"])
 
 
-def test_serve_with_the_token_in_the_environment_says_only_where_it_listens(
+def test_serve_with_the_token_in_the_environment_names_the_setting_and_writes_no_file(
     gateway: Gateway,
 ) -> None:
-    assert gateway.stdout.splitlines() == [f"Rolecall listening on {gateway.url} (role:concierge)"]
+    assert gateway.stdout.splitlines()[0] == f"Rolecall listening on {gateway.url} (role:concierge)"
+    assert banner_rows(gateway.stdout)["operator token"] == ["ROLECALL_API_TOKEN"]
     assert not (gateway.var_dir / "api-token").exists()
 
 

@@ -6,6 +6,16 @@ gives agents and browsers when ROLECALL_PUBLIC_URL is unset).
 Every role manifest is checked before anything is written (the token file included); a failure
 to listen is reported as one line only once the app has started, so that an earlier OSError (the
 database's) keeps its own message.
+
+Once it listens it prints, on stdout, a first line scripts can rely on —
+
+    Rolecall listening on http://127.0.0.1:8080 (role:concierge)
+
+— and under it where a person goes next (`banner`): the demo page (when the demo role concierge
+is served), the script tag that embeds the widget, the HTTP API and its OpenAPI document, the
+agent tools (MCP), the operator token file, and each role served with the runtime behind it.
+Links use the address browsers and agents reach the gateway at (`Settings.base_url`). Log lines
+go to stderr (`gateway.logs`).
 """
 
 from __future__ import annotations
@@ -14,9 +24,18 @@ import argparse
 import gc
 import os
 import socket
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gateway.cli._shared import EXIT_USAGE, Failure, read_settings, with_database
+
+if TYPE_CHECKING:
+    from core.model.roles import Role
+    from gateway.settings import Settings
+
+DEMO_ROLE = "concierge"
+"""The role the demo page's widget talks to (`channels/web/static/index.html`)."""
 
 
 def add_commands(commands: Any) -> None:
@@ -79,9 +98,6 @@ def serve_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         path = settings.token_file
         raise Failure(f"cannot create the operator token file {path}: {exc}") from None
-    if token_file is not None:
-        print(f"operator API token: {token_file}", flush=True)
-
     configure_logging(settings)
     try:  # a role's Slack app whose named settings are not set, say
         app = build_app(settings, api_token=token, roles=roles)
@@ -96,9 +112,7 @@ def serve_command(args: argparse.Namespace) -> int:
         settle_memory()
 
     app.on_startup.append(mark_started)
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    serving = ", ".join(f"role:{name}" for name in sorted(roles)) or "no roles"
-    listening = f"Rolecall listening on http://{host}:{settings.port} ({serving})"
+    said = "\n".join(banner(settings, roles, token_file))
 
     def run() -> None:
         try:
@@ -107,7 +121,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 host=settings.host,
                 port=settings.port,
                 access_log=None,  # the application writes its own request log
-                print=lambda _banner: print(listening, flush=True),
+                print=lambda _its_own: print(said, flush=True),  # ours, once it listens
             )
         except OSError as exc:
             if not started:
@@ -121,3 +135,59 @@ def serve_command(args: argparse.Namespace) -> int:
 
     with_database(settings.database, run)
     return 0
+
+
+def banner(settings: Settings, roles: Mapping[str, Role], token_file: Path | None) -> list[str]:
+    """What `serve` prints once it listens: the line `Rolecall listening on <url> (<roles>)`,
+    then one line for each place a person goes next. `token_file` is None when the token comes
+    from ROLECALL_API_TOKEN."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    serving = ", ".join(f"role:{name}" for name in sorted(roles)) or "no roles"
+    base = settings.base_url
+    rows: list[tuple[str, str]] = []
+    if DEMO_ROLE in roles:
+        rows.append(("demo page", f"{base}/"))
+    if roles:
+        embedded = DEMO_ROLE if DEMO_ROLE in roles else min(roles)
+        rows.append(
+            ("widget", f'<script src="{base}/widget.js" data-role="{embedded}" async></script>')
+        )
+    rows += [
+        ("HTTP API", f"{base}/api/v1 (OpenAPI document: {base}/api/v1/openapi.json)"),
+        ("agent tools", f"{base}/mcp (MCP)"),
+        (
+            "operator token",
+            str(token_file.absolute()) if token_file is not None else "ROLECALL_API_TOKEN",
+        ),
+    ]
+    if roles:
+        width = max(len(f"role:{name}") for name in roles)
+        rows += [
+            ("roles" if at == 0 else "", f"{f'role:{name}':<{width}}  {runtime_of(roles[name])}")
+            for at, name in enumerate(sorted(roles))
+        ]
+    else:
+        rows.append(("roles", f"none: no role manifests in {settings.roles_dir}"))
+    label = max(len(name) for name, _ in rows)
+    return [
+        f"Rolecall listening on http://{host}:{settings.port} ({serving})",
+        *(f"  {name:<{label}}  {value}" for name, value in rows),
+    ]
+
+
+def runtime_of(role: Role) -> str:
+    """What backs `role`, in a few words; its Slack app too, when it has one."""
+    from core.model.roles.role import AcpRuntime, BuiltinRuntime, OpenAIRuntime
+
+    runtime = role.runtime
+    if isinstance(runtime, BuiltinRuntime):
+        said = f"built-in agent {runtime.agent}"
+    elif isinstance(runtime, AcpRuntime):
+        said = "ACP agent: " + " ".join((runtime.command, *runtime.args))
+    elif isinstance(runtime, OpenAIRuntime):
+        said = f"OpenAI-compatible model {runtime.model} at {runtime.base_url}"
+    else:
+        said = f"A2A agent at {runtime.card_url}"
+    if role.slack is not None:
+        said += f"; Slack app ({role.slack.mode} mode)"
+    return said

@@ -1,15 +1,19 @@
 """`rolecall slack manifest ROLE`: write the Slack app manifest of a role, to create its Slack app
 from (docs/slack.md).
 
-    rolecall slack manifest ROLE [--out PATH] [--url BASE_URL] [--mode http|socket] [--email-link]
+    rolecall slack manifest ROLE [--out PATH] [--url BASE_URL] [--mode http|socket]
+                                 [--email-link] [--agent-view]
 
 The role is read from the roles directory as `serve` would read it. Options are checked before
 anything is written; the file records the command that made it, so that it can be made again.
+It says in one line where it wrote the file; in HTTP mode, when the base URL is not one Slack can
+reach (https, public), a second line on stderr says so and how to give one.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +57,12 @@ def add_commands(commands: Any) -> None:
         help="also ask for users:read.email, to link people by their verified email in the "
         "workspaces ROLECALL_SLACK_EMAIL_LINK_TEAMS allows",
     )
+    sub.add_argument(
+        "--agent-view",
+        action="store_true",
+        help="also turn on Slack's agent view (Agents & AI Apps; may need a paid plan): the "
+        "app then shows '<role> is working…' while a turn runs, and hears the view's events",
+    )
     sub.set_defaults(command=slack_manifest_command)
 
 
@@ -80,7 +90,14 @@ def slack_manifest_command(args: argparse.Namespace) -> int:
     command += f" --url {base_url}" if base_url is not None else ""
     command += f" --mode {args.mode}" if args.mode is not None and role.slack is None else ""
     command += " --email-link" if args.email_link else ""
-    app = manifest.app_manifest(role, mode=mode, base_url=base_url, email_link=args.email_link)
+    command += " --agent-view" if args.agent_view else ""
+    app = manifest.app_manifest(
+        role,
+        mode=mode,
+        base_url=base_url,
+        email_link=args.email_link,
+        agent_view=args.agent_view,
+    )
     out: Path = args.out or Path("manifests/slack") / f"{name}.yaml"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -90,6 +107,13 @@ def slack_manifest_command(args: argparse.Namespace) -> int:
     events = app["settings"]["event_subscriptions"]
     where = f"events at {events['request_url']}" if base_url is not None else "Socket Mode"
     print(f"wrote the Slack app manifest of role:{name} to {out} ({where})")
+    if base_url is not None and not manifest.reachable_by_slack(base_url):
+        print(
+            f"rolecall: note: Slack cannot reach {base_url} (it posts events only to a public "
+            "https:// URL): give the gateway's public URL as --url or ROLECALL_PUBLIC_URL "
+            "(a tunnel gives one; docs/slack.md)",
+            file=sys.stderr,
+        )
     return 0
 
 
