@@ -245,3 +245,16 @@ async def test_the_example_manifests_load_and_each_agent_is_checked(
         assert f"role:{name} agent ({kind})" in checks
     assert "ASSISTANT_OPENAI_API_KEY" in checks["role:assistant agent (openai)"].said
     assert checks["role:local agent (openai)"].said == "not reached (--offline)"
+
+
+def test_the_example_webhook_sources_load() -> None:
+    """`manifests/examples/sources/` (not loaded by default) validate as the gateway reads
+    sources; none is shipped in the default `manifests/sources/`."""
+    from channels.webhooks.sources import configured_sources
+
+    sources = configured_sources(REPO / "manifests" / "examples" / "sources", default=False)
+    assert {name: s.kind for name, s in sources.items()} == {
+        "github": "github",
+        "tracker": "standard",
+    }
+    assert not (REPO / "manifests" / "sources").exists()
