@@ -1,7 +1,8 @@
 """Housekeeping in the running gateway: every `ROLECALL_HOUSEKEEPING_EVERY` seconds (an hour by
 default; first a minute after start), delete the delivery receipts older than
 `ROLECALL_RECEIPT_DAYS` — Slack's, and those of the webhook sources whose signature covers its
-time (`kind: standard`) — and the expired Slack OAuth states (`core.storage.housekeeping_store`).
+time (`kind: standard`) — the expired Slack OAuth states, and the rate buckets idle for longer
+than they take to fill (`buckets_idle`; `core.storage.housekeeping_store`).
 
 With replicas, a pass runs only on the replica holding the lease (`LeaseKind.HOUSEKEEPING`,
 "prune"): each asks at each of its passes, and the first to ask keeps it while it lives (its
@@ -24,10 +25,11 @@ from aiohttp import web
 
 from channels.edge.leasing import LeaseTerms, Leasing
 from channels.edge.requests import DATABASE_KEY
+from channels.web.limits import BURST
 from core.model.leases import LeaseKind
 from core.model.webhooks import Source
 from core.storage import Database
-from core.storage.housekeeping_store import Pruned
+from core.storage.housekeeping_store import BUCKETS_IDLE, Pruned
 from gateway.metrics import METRICS_KEY, Metrics
 from gateway.replica import REPLICA_KEY
 from gateway.settings import Settings, lease_terms
@@ -50,12 +52,21 @@ def add_housekeeping(
     app.cleanup_ctx.append(lambda app: _lifecycle(app, settings, timed, leases))
 
 
+def buckets_idle(settings: Settings) -> timedelta:
+    """How long an idle rate bucket is kept: an hour, or longer when the widget's posting rate
+    takes longer than that to fill a bucket (a bucket that went is a full one)."""
+    fill = timedelta(seconds=BURST / (settings.widget_post_rate / 60))
+    return max(BUCKETS_IDLE, fill)
+
+
 async def prune_once(
     database: Database, settings: Settings, metrics: Metrics, sources: Collection[str]
 ) -> Pruned:
     """One pass: delete what has outlived its time, count it, and say so when it was anything."""
     pruned = await database.housekeeping.prune(
-        receipts_for=timedelta(days=settings.receipt_days), sources=sources
+        receipts_for=timedelta(days=settings.receipt_days),
+        sources=sources,
+        buckets_idle=buckets_idle(settings),
     )
     for kept, count in pruned.counts.items():
         if count:

@@ -12,6 +12,9 @@
 - **Slack OAuth states** (`slack_oauth_states`) past their expiry: installs begun in a browser
   and never finished. The OAuth flow consumes (deletes) a state when the install finishes and
   refuses an expired one, so deleting these changes no answer.
+- **Rate buckets** (`rate_buckets`, `core.storage.rates_store`) idle for longer than a bucket
+  takes to fill (`buckets_idle`, which the gateway works out from the rates it sets): such a
+  bucket is full, as a key never seen is, so deleting it changes no answer either.
 
 `Prune` deletes at most `limit` rows of one table per write batch, so that no
 batch holds the writer long; `SqlHousekeeping.prune` repeats it until a table has nothing left to
@@ -37,6 +40,8 @@ from core.storage.writer import Writer
 CHUNK = 2_000
 """Rows deleted per write batch."""
 _MICROSECOND = timedelta(microseconds=1)
+BUCKETS_IDLE = timedelta(hours=1)
+"""How long a rate bucket is kept after its last take, by default."""
 
 
 class Kept(Enum):
@@ -45,6 +50,7 @@ class Kept(Enum):
     SLACK_EVENTS = "slack_events"
     WEBHOOK_DELIVERIES = "webhook_deliveries"
     OAUTH_STATES = "slack_oauth_states"
+    RATE_BUCKETS = "rate_buckets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,8 @@ class Pruned:
 @dataclass(frozen=True, slots=True)
 class Prune(NoRuns):
     """Delete up to `limit` rows of `kept` that are past their time: receipts received more than
-    `keep` before the batch's time, OAuth states expired before it. Returns how many went."""
+    `keep` before the batch's time, OAuth states expired before it, rate buckets last taken from
+    more than `keep` before it. Returns how many went."""
 
     kept: Kept
     keep: timedelta
@@ -94,6 +101,10 @@ class Prune(NoRuns):
             cut = now - self.keep // _MICROSECOND
             older = and_(hooks.c.received_at < cut, hooks.c.source.in_(self.sources))
             return hooks, [hooks.c.source, hooks.c.delivery_id], older
+        if self.kept is Kept.RATE_BUCKETS:
+            buckets = schema.rate_buckets
+            cut = now - self.keep // _MICROSECOND
+            return buckets, [buckets.c.key], buckets.c.at < cut
         states = schema.slack_oauth_states
         # slack_sdk's store writes naive UTC datetimes (`datetime.utcfromtimestamp`)
         expired = from_micros(now).astimezone(UTC).replace(tzinfo=None)
@@ -105,18 +116,25 @@ class SqlHousekeeping:
         self._writer = writer
 
     async def prune(
-        self, *, receipts_for: timedelta, sources: Collection[str] = (), limit: int = CHUNK
+        self,
+        *,
+        receipts_for: timedelta,
+        sources: Collection[str] = (),
+        buckets_idle: timedelta = BUCKETS_IDLE,
+        limit: int = CHUNK,
     ) -> Pruned:
         """Delete the Slack event receipts and the receipts of the webhook `sources` older than
-        `receipts_for`, and every expired OAuth state, `limit` rows a write batch."""
+        `receipts_for`, every expired OAuth state, and the rate buckets idle for longer than
+        `buckets_idle` (at least the time a bucket takes to fill), `limit` rows a write batch."""
         counts: dict[Kept, int] = {}
         named = tuple(sorted(sources))
         for kept in Kept:
             counts[kept] = 0
             if kept is Kept.WEBHOOK_DELIVERIES and not named:
                 continue
+            keep = buckets_idle if kept is Kept.RATE_BUCKETS else receipts_for
             while True:
-                deleted = await self._writer.run(Prune(kept, receipts_for, limit, named))
+                deleted = await self._writer.run(Prune(kept, keep, limit, named))
                 counts[kept] += deleted
                 if deleted < limit:
                     break

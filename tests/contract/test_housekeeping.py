@@ -112,3 +112,28 @@ async def test_expired_oauth_states_go_and_live_ones_stay(database_url: str) -> 
         assert not await store.async_consume(expiring[0])
     finally:
         await engine.dispose()
+
+
+async def test_rate_buckets_idle_past_their_fill_time_go_and_busy_ones_stay(
+    database_url: str,
+) -> None:
+    """A bucket nobody took from for longer than `buckets_idle` is deleted (it is full, as a
+    new key's is); one taken from since stays with its level."""
+    from core.storage.rates_store import Rate
+
+    clock = Clock()
+    db = await open_database(database_url, clock=clock)
+    rate = Rate(per_second=1 / 60, burst=2)
+    try:
+        await db.rates.take("web:idle", rate)
+        await db.rates.take("web:busy", rate)
+        clock.now += timedelta(hours=2)
+        await db.rates.take("web:busy", rate)
+        pruned = await db.housekeeping.prune(receipts_for=WEEK, buckets_idle=timedelta(hours=1))
+        assert pruned.counts[Kept.RATE_BUCKETS] == 1
+        # the busy one kept its level (one token left of two): one more take, then a wait
+        assert await db.rates.take("web:busy", rate) == 0
+        assert await db.rates.take("web:busy", rate) > 0
+        assert await db.rates.take("web:idle", rate) == 0  # a full bucket again
+    finally:
+        await db.close()
