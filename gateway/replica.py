@@ -25,7 +25,6 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from aiohttp import web
 
@@ -33,7 +32,6 @@ from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from core.model.errors import Conflict
 from core.model.leases import LeaseKind
 from core.storage.replicas_store import SqlReplicas
-from core.storage.rows import to_micros
 
 log = logging.getLogger("rolecall.replica")
 
@@ -156,7 +154,3 @@ async def beat(app: web.Application, me: ThisReplica) -> None:
         offered = await host.take_over()
     for listener in me.on_beat:
         listener(offered)
-
-
-def now_micros() -> int:
-    return to_micros(datetime.now(UTC))

@@ -35,7 +35,8 @@ from core.storage.leases_store import SqlLeases
 _MICROS = 1_000_000
 
 
-def _now_micros() -> int:
+def now_micros() -> int:
+    """The wall clock in microseconds, as lease expiries and heartbeats are kept."""
     return int(time.time() * _MICROS)
 
 
@@ -82,7 +83,7 @@ class Leasing:
         *,
         ttl: int,
         retry_every: float,
-        clock: Callable[[], int] = _now_micros,
+        clock: Callable[[], int] = now_micros,
     ) -> None:
         self._leases = leases
         self._holder = holder

@@ -18,10 +18,11 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.errors import ApiError
+from channels.edge.leasing import now_micros
 from channels.edge.requests import DATABASE_KEY, read_query
 from core.storage.replicas_store import Replica
 from core.storage.rows import from_micros
-from gateway.replica import REPLICA_KEY, ThisReplica, now_micros
+from gateway.replica import REPLICA_KEY, ThisReplica
 
 routes = web.RouteTableDef()
 
