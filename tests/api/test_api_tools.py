@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.engine.tools import TOOLS
 from tests.api.conftest import TOKEN, Api, Reply
 from tests.waiting import eventually
 
@@ -222,3 +223,18 @@ async def test_a_message_sent_with_the_tools_answers_what_the_run_has_not_read(
     page = await gateway.timeline(thread, "?as=person:bob&latest=true&limit=1")
     assert page["events"][0]["id"] == sent.body["result"]["id"]
     assert page["events"][0]["in_reply_to"] is None
+
+
+async def test_the_listed_schemas_are_the_declared_ones_with_every_argument_described(
+    gateway: Api,
+) -> None:
+    """`GET /api/v1/tools` shows each tool's input schema as declared, with a description of
+    every argument and the "exactly one of" rule of `subscribe` (a task id or an external key)."""
+    _, _, token = await _conversation(gateway, "person:ann")
+    listed = (await gateway.get("/api/v1/tools", token=token)).body["tools"]
+    schemas = {t["name"]: t["input_schema"] for t in listed}
+    assert schemas == {name: dict(tool.input_schema) for name, tool in TOOLS.items()}
+    for name, schema in schemas.items():
+        for argument, prop in schema["properties"].items():
+            assert prop["description"], (name, argument)
+    assert schemas["subscribe"]["minProperties"] == schemas["subscribe"]["maxProperties"] == 1

@@ -48,7 +48,7 @@ def test_a_signature_declares_the_schema() -> None:
         "type": "object",
         "properties": {
             "text": {"type": "string"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 9},
+            "limit": {"type": "integer", "description": "default 5", "minimum": 1, "maximum": 9},
             "where": {"type": "object"},
             "kind": {"type": ["string", "null"], "enum": ["a", "b"]},
         },

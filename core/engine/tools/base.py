@@ -8,9 +8,16 @@ Everything a tool offers comes from that one declaration (like the MCP SDK's
   runtime's function tools);
 - its **JSON Schema**, generated from the method's typed signature: each argument is
   `Annotated[T, Arg(...)]`, `T` giving the type (`str`, `int`, a mapping for a JSON object) and
-  `Arg` the limits, the choices and whether null may be sent; an argument is required when it
-  has no default;
-- its **result**, described for the docs' table (`core.engine.tools.docs`);
+  `Arg` its description, the limits, the choices, whether null may be sent and, for an object,
+  the object's own schema; an argument is required when it has no default. A tool that takes
+  exactly one of its arguments (`exactly_one`) says so with `minProperties` and `maxProperties`
+  of 1: the schema's top level holds no `oneOf`/`anyOf`/`allOf` (nor `if`/`not`), which the
+  model APIs agents sit behind refuse in a tool's parameters (Anthropic's, OpenAI's) or for
+  which their clients drop the tool (Claude Code);
+- its **result**, described for the docs' table (`core.engine.tools.docs`), and its JSON Schema
+  (`output`: the MCP `outputSchema`, `core.engine.tools.results`);
+- its **effects** (`Effects`): whether it only reads, may take something away, or may be
+  repeated to no further effect — hints for clients (MCP's tool annotations);
 - its **call**: the method, its answer turned into JSON by `answer` (when the in-process answer
   is not JSON already).
 
@@ -39,7 +46,8 @@ class Arg:
     """What the signature's type does not say about one argument."""
 
     doc: str = ""
-    """For the docs' table only: the offered schema stays as agents have always seen it."""
+    """What the argument is: its `description` in the JSON Schema (what agents read), and its
+    note in the docs' table."""
     minimum: int | None = None
     maximum: int | None = None
     choices: tuple[str, ...] = ()
@@ -48,6 +56,26 @@ class Arg:
     null: Any = None
     """What a nullable argument's explicit null is passed to the method as, when the method's
     None means "left out"."""
+    schema: Mapping[str, Any] | None = None
+    """More of the argument's JSON Schema: an object's own `properties`, say."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Effects:
+    """What calling a tool does, as hints for the agent's client (MCP's tool annotations)."""
+
+    read_only: bool = False
+    """It changes nothing."""
+    destructive: bool = False
+    """It may take away or hide what was there (else it only adds or changes what stays in
+    the history); meaningful when not read-only."""
+    idempotent: bool = False
+    """Calling it again with the same arguments changes nothing more; meaningful when not
+    read-only."""
+
+
+READS = Effects(read_only=True)
+"""A tool that only reads."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +88,9 @@ class Tool:
     """Each argument's `Arg.doc`, in the signature's order."""
     method: Callable[..., Awaitable[Any]]
     answer: Callable[[Any], Any]
+    output_schema: Mapping[str, Any] | None = None
+    """The JSON Schema of what a call answers (an object), when it is declared."""
+    effects: Effects = Effects()
     nulls: Mapping[str, Any] = field(default_factory=dict)
     """The nullable arguments whose explicit null the method is given as another value."""
 
@@ -107,12 +138,28 @@ def _as_is(result: Any) -> Any:
 
 
 def tool(
-    *, description: str, result: str, answer: Callable[[Any], Any] = _as_is
+    *,
+    description: str,
+    result: str,
+    output: Mapping[str, Any],
+    effects: Effects,
+    answer: Callable[[Any], Any] = _as_is,
+    exactly_one: bool = False,
 ) -> Callable[[Method], Method]:
-    """Declare the method as a tool (the method itself is unchanged, for in-process callers)."""
+    """Declare the method as a tool (the method itself is unchanged, for in-process callers):
+    `output` is the JSON Schema of its answer, `exactly_one` that it takes exactly one of its
+    arguments."""
 
     def declare(method: Method) -> Method:
-        _DECLARED[method] = declared(method, description=description, result=result, answer=answer)
+        _DECLARED[method] = declared(
+            method,
+            description=description,
+            result=result,
+            output=output,
+            effects=effects,
+            answer=answer,
+            exactly_one=exactly_one,
+        )
         return method
 
     return declare
@@ -123,7 +170,10 @@ def declared(
     *,
     description: str,
     result: str,
+    output: Mapping[str, Any] | None = None,
+    effects: Effects = Effects(),
     answer: Callable[[Any], Any] = _as_is,
+    exactly_one: bool = False,
 ) -> Tool:
     """The tool a method's signature declares (its first parameter is the run's tools)."""
     hints = get_type_hints(method, include_extras=True)
@@ -141,12 +191,17 @@ def declared(
             nulls[parameter.name] = arg.null
         if parameter.default is parameter.empty:
             required.append(parameter.name)
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,
         "required": required,
         "additionalProperties": False,
     }
+    if exactly_one:
+        if required or len(properties) < 2:
+            raise TypeError(f"{method.__name__}: exactly one of two or more optional arguments")
+        # With no other property allowed, one property is one of these arguments.
+        schema["minProperties"] = schema["maxProperties"] = 1
     return Tool(
         name=method.__name__,
         description=description,
@@ -155,6 +210,8 @@ def declared(
         docs=docs,
         method=method,
         answer=answer,
+        output_schema=output,
+        effects=effects,
         nulls=nulls,
     )
 
@@ -192,10 +249,14 @@ def _unwrap(hint: Any, where: str) -> tuple[type, Arg]:
 def _property(kind: type, arg: Arg) -> dict[str, Any]:
     json_type = "object" if kind is dict else _JSON_TYPES[kind]
     schema: dict[str, Any] = {"type": [json_type, "null"] if arg.nullable else json_type}
+    if arg.doc:
+        schema["description"] = arg.doc
     if arg.minimum is not None:
         schema["minimum"] = arg.minimum
     if arg.maximum is not None:
         schema["maximum"] = arg.maximum
     if arg.choices:
         schema["enum"] = list(arg.choices)
+    if arg.schema:
+        schema.update(arg.schema)
     return schema

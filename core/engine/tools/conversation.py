@@ -7,11 +7,23 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from core.engine.runtimes.base import PromptEvent
-from core.engine.tools.base import Arg, tool
+from core.engine.tools.base import READS, Arg, Effects, tool
 from core.engine.tools.context import ToolContext
+from core.engine.tools.results import EVENT, MESSAGE_REF, listing
 from core.model.errors import InvalidInput
 from core.model.runs.conversation import pending_for
-from core.model.timeline import EventId, check_reason, check_text, parse_context
+from core.model.timeline import (
+    MAX_REASON_LENGTH,
+    MAX_TEXT_LENGTH,
+    EventId,
+    check_reason,
+    check_text,
+    parse_context,
+)
+
+
+def _hint(description: str) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": 200, "description": description}
 
 
 def _pending(events: Sequence[PromptEvent]) -> dict[str, Any]:
@@ -24,6 +36,8 @@ class ConversationTools(ToolContext):
         "without consuming them: they still come with your next turn.",
         result='`{"pending": [event, …]}`: what arrived since the run last read, not consumed',
         answer=_pending,
+        output=listing("pending", EVENT, "in the order they arrived"),
+        effects=READS,
     )
     async def peek_pending(self) -> Sequence[PromptEvent]:
         role = self._run.role_address
@@ -35,13 +49,30 @@ class ConversationTools(ToolContext):
         description="Say something in this conversation now. `context` is an optional hint "
         "{kind, task?, originating_message?} stored with the message.",
         result='`{"id", "seq"}` of the role\'s new message',
+        output=MESSAGE_REF,
+        effects=Effects(),
     )
     async def send_message(
         self,
-        text: str,
+        text: Annotated[str, Arg(doc=f"what to say, up to {MAX_TEXT_LENGTH:,} characters")],
         *,
         context: Annotated[
-            Mapping[str, Any] | None, Arg(doc="`{kind, task?, originating_message?}`")
+            Mapping[str, Any] | None,
+            Arg(
+                doc="`{kind, task?, originating_message?}`: why you say it, a hint stored with "
+                "the message that nothing acts on",
+                schema={
+                    "properties": {
+                        "kind": _hint(
+                            "what kind of message, in your words: reminder, follow_up, …"
+                        ),
+                        "task": _hint("the id of the task it is about"),
+                        "originating_message": _hint("the id of the message it follows up"),
+                    },
+                    "required": ["kind"],
+                    "additionalProperties": False,
+                },
+            ),
         ] = None,
     ) -> dict[str, Any]:
         message = await self._db.threads.post_message(
@@ -58,8 +89,18 @@ class ConversationTools(ToolContext):
         description="Retract one of your own earlier messages in this conversation.",
         result='`{"id", "seq"}` of the retraction; only the role\'s own messages (403 '
         "`not_the_author`)",
+        output=MESSAGE_REF,
+        effects=Effects(destructive=True, idempotent=True),
     )
-    async def retract(self, message_id: str, *, reason: str | None = None) -> dict[str, Any]:
+    async def retract(
+        self,
+        message_id: Annotated[str, Arg(doc="the id of your message to retract")],
+        *,
+        reason: Annotated[
+            str | None,
+            Arg(doc=f"why, shown with the retraction; up to {MAX_REASON_LENGTH:,} characters"),
+        ] = None,
+    ) -> dict[str, Any]:
         if not isinstance(message_id, str) or not message_id:
             raise InvalidInput("message_id must be a message's id", code="invalid_argument")
         retraction = await self._db.threads.retract(

@@ -6,9 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from core.engine.tools.base import Arg, tool
+from core.engine.tools.base import READS, Arg, Effects, tool
 from core.engine.tools.context import ToolContext
-from core.model.memory import check_payload, parse_recall
+from core.engine.tools.results import MEMORY_ENTRY, STORED, listing
+from core.model.memory import (
+    DEFAULT_RECALL,
+    MAX_PAYLOAD_BYTES,
+    MAX_RECALL,
+    check_payload,
+    parse_recall,
+)
 from core.model.timeline import rfc3339
 
 
@@ -18,12 +25,17 @@ class MemoryTools(ToolContext):
         "this conversation unless the conversation's memory policy shares it.",
         result='`{"id", "shared"}`: `shared` is false unless the conversation\'s memory policy '
         "shares it",
+        output=STORED,
+        effects=Effects(),
     )
     async def store(
         self,
         payload: Annotated[
             Mapping[str, Any],
-            Arg(doc="object of [acceptable values](#memory), at most 16 KiB as JSON"),
+            Arg(
+                doc=f"what to remember: a JSON object, at most {MAX_PAYLOAD_BYTES // 1024} KiB as "
+                "JSON; `recall` finds it by its words and its top-level fields"
+            ),
         ],
     ) -> dict[str, Any]:
         entry = await self._db.memory.store(
@@ -37,14 +49,34 @@ class MemoryTools(ToolContext):
         result='`{"entries": [{"id", "at", "payload", "here"}, …]}`, newest first, never a '
         "[redacted](#memory) entry; `here`: stored in this conversation",
         answer=lambda entries: {"entries": entries},
+        output=listing("entries", MEMORY_ENTRY, "newest first"),
+        effects=READS,
     )
     async def recall(
         self,
-        query: Annotated[str | None, Arg(doc="every word must occur")] = "",
+        query: Annotated[
+            str | None,
+            Arg(
+                doc="words that must all occur in an entry's payload, among its strings, numbers "
+                'and keys, in any case; left out or "": every entry'
+            ),
+        ] = "",
         *,
-        limit: Annotated[int | None, Arg(doc="default 10", minimum=1, maximum=100)] = None,
+        limit: Annotated[
+            int | None,
+            Arg(
+                doc=f"how many entries at most, default {DEFAULT_RECALL}",
+                minimum=1,
+                maximum=MAX_RECALL,
+            ),
+        ] = None,
         where: Annotated[
-            Mapping[str, Any] | None, Arg(doc="`{field: value}` on top-level payload fields")
+            Mapping[str, Any] | None,
+            Arg(
+                doc="`{field: value}`: only entries whose payload has each of these top-level "
+                "fields with that value, each a string, number, true/false or null",
+                schema={"additionalProperties": {"type": ["string", "number", "boolean", "null"]}},
+            ),
         ] = None,
     ) -> list[dict[str, Any]]:
         # Whatever empty thing a caller sends for the query (null, "", 0) asks for everything.

@@ -1,18 +1,23 @@
 """The subscription tools: `subscribe` and `unsubscribe` — watch a task, so that changes by
 others wake this conversation. A task is named by its id, or by its item's external key
 (`github:owner/repo#123`), even before any task refers to that item (`task_id` is null until
-one does): exactly one of the two."""
+one does): exactly one of the two, as their schema says (`exactly_one`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from core.engine.tools.base import Arg, tool
+from core.engine.tools.base import Arg, Effects, tool
 from core.engine.tools.context import ToolContext
+from core.engine.tools.results import subscription
 from core.model.errors import InvalidInput
 from core.model.tasks import ExternalRef, TaskId, parse_external_key
 
-_INSTEAD = Arg(doc="instead of `task_id`")
+_TASK_ID = Arg(doc="the task's id; give this or `external_key`, not both")
+_EXTERNAL_KEY = Arg(
+    doc="instead of `task_id`: an item of another system, `<source>:<key>` like "
+    "`github:owner/repo#123`, whether or not a task refers to it yet"
+)
 
 
 class SubscriptionTools(ToolContext):
@@ -23,12 +28,15 @@ class SubscriptionTools(ToolContext):
         "has a task for it: the first event about it creates the task and tells you.",
         result='`{"task_id", "subscribed": true, "new"}`: from now on, changes to the task by '
         "anyone but this run wake the conversation",
+        output=subscription(True, "new", "false: the conversation already watched it"),
+        effects=Effects(idempotent=True),
+        exactly_one=True,
     )
     async def subscribe(
         self,
-        task_id: str | None = None,
+        task_id: Annotated[str | None, _TASK_ID] = None,
         *,
-        external_key: Annotated[str | None, _INSTEAD] = None,
+        external_key: Annotated[str | None, _EXTERNAL_KEY] = None,
     ) -> dict[str, Any]:
         ref = _which_task(task_id, external_key)
         subscriptions = self._db.subscriptions
@@ -41,12 +49,15 @@ class SubscriptionTools(ToolContext):
     @tool(
         description="Stop watching a task (by `task_id` or `external_key`).",
         result='`{"task_id", "subscribed": false, "was"}`',
+        output=subscription(False, "was", "the conversation watched it until now"),
+        effects=Effects(idempotent=True),
+        exactly_one=True,
     )
     async def unsubscribe(
         self,
-        task_id: str | None = None,
+        task_id: Annotated[str | None, _TASK_ID] = None,
         *,
-        external_key: Annotated[str | None, _INSTEAD] = None,
+        external_key: Annotated[str | None, _EXTERNAL_KEY] = None,
     ) -> dict[str, Any]:
         ref = _which_task(task_id, external_key)
         subscriptions = self._db.subscriptions

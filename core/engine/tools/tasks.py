@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from core.engine.tools.base import Arg, tool
+from core.engine.tools.base import READS, Arg, Effects, tool
 from core.engine.tools.context import ToolContext
+from core.engine.tools.results import TASK, TASK_CHANGED, TASK_EVENT, TASK_WITH_HISTORY, listing
 from core.model.tasks import (
+    MAX_BODY,
+    MAX_COMMENT,
+    MAX_TITLE,
     Actor,
     ActorKind,
     TaskChange,
@@ -21,7 +25,11 @@ from core.model.tasks import (
     parse_status,
 )
 
-_STATUS = Arg(choices=tuple(s.value for s in TaskStatus))
+_STATUSES = tuple(s.value for s in TaskStatus)
+_TASK_ID = Arg(doc="the task's id")
+_TITLE = Arg(doc=f"a short title, up to {MAX_TITLE} characters")
+_BODY = Arg(doc=f"what it is about, up to {MAX_BODY:,} characters")
+_ASSIGNEE = "a role this gateway serves, by its name or `role:<name>`"
 
 
 class TaskTools(ToolContext):
@@ -37,9 +45,15 @@ class TaskTools(ToolContext):
     @tool(
         description="Create a task (a tracked work item people see). `assignee`: a role.",
         result="the [task](#tasks), as the tasks API shows it",
+        output=TASK,
+        effects=Effects(),
     )
     async def task_create(
-        self, title: str, *, body: str | None = None, assignee: str | None = None
+        self,
+        title: Annotated[str, _TITLE],
+        *,
+        body: Annotated[str | None, _BODY] = None,
+        assignee: Annotated[str | None, Arg(doc=f"who works on it: {_ASSIGNEE}")] = None,
     ) -> dict[str, Any]:
         task, _ = await self._db.tasks.create(
             title=check_title(title),
@@ -53,8 +67,10 @@ class TaskTools(ToolContext):
     @tool(
         description="A task and its history (who changed what, comments).",
         result='the task plus `"history"`: its task events',
+        output=TASK_WITH_HISTORY,
+        effects=READS,
     )
-    async def task_get(self, task_id: str) -> dict[str, Any]:
+    async def task_get(self, task_id: Annotated[str, _TASK_ID]) -> dict[str, Any]:
         task, events = await self._db.tasks.get(str(task_id))
         return {**task.to_json(), "history": [e.to_json() for e in events]}
 
@@ -62,12 +78,18 @@ class TaskTools(ToolContext):
         description="Tasks, oldest first, by status and assignee role.",
         result='`{"tasks": [task, …]}`, oldest first, at most 100',
         answer=lambda tasks: {"tasks": tasks},
+        output=listing("tasks", TASK, "oldest first, at most 100"),
+        effects=READS,
     )
     async def task_list(
         self,
         *,
-        status: Annotated[str | None, _STATUS] = None,
-        assignee: str | None = None,
+        status: Annotated[
+            str | None, Arg(doc="only tasks with this status", choices=_STATUSES)
+        ] = None,
+        assignee: Annotated[
+            str | None, Arg(doc="only tasks assigned to this role, by its name or `role:<name>`")
+        ] = None,
     ) -> list[dict[str, Any]]:
         found = await self._db.tasks.list(
             status=parse_status(status) if status is not None else None,
@@ -76,24 +98,47 @@ class TaskTools(ToolContext):
         )
         return [t.to_json() for t in found]
 
-    @tool(description="Comment on a task.", result="the `commented` event")
-    async def task_comment(self, task_id: str, text: str) -> dict[str, Any]:
+    @tool(
+        description="Comment on a task.",
+        result="the `commented` event",
+        output=TASK_EVENT,
+        effects=Effects(),
+    )
+    async def task_comment(
+        self,
+        task_id: Annotated[str, _TASK_ID],
+        text: Annotated[str, Arg(doc=f"the comment, up to {MAX_COMMENT:,} characters")],
+    ) -> dict[str, Any]:
         event = await self._db.tasks.comment(TaskId(str(task_id)), check_comment(text), self._actor)
         return event.to_json()
 
     @tool(
         description="Change a task's status, title, body or assignee (null: unassign).",
         result='the task plus `"changed"`',
+        output=TASK_CHANGED,
+        effects=Effects(idempotent=True),
     )
     async def task_update(
         self,
-        task_id: str,
+        task_id: Annotated[str, _TASK_ID],
         *,
-        status: Annotated[str | None, _STATUS] = None,
-        title: str | None = None,
-        body: str | None = None,
+        status: Annotated[
+            str | None,
+            Arg(
+                doc="the new status: open → in_progress, done or cancelled; in_progress → "
+                "open, done or cancelled; done or cancelled → open",
+                choices=_STATUSES,
+            ),
+        ] = None,
+        title: Annotated[str | None, _TITLE] = None,
+        body: Annotated[str | None, _BODY] = None,
         assignee: Annotated[
-            str | None, Arg(doc='null or "": unassign; left out: unchanged', nullable=True, null="")
+            str | None,
+            Arg(
+                doc=f'{_ASSIGNEE}; null or "": unassign; left out: unchanged',
+                nullable=True,
+                null="",
+            ),
         ] = None,
     ) -> dict[str, Any]:
         change = TaskChange(
