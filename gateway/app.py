@@ -5,6 +5,7 @@ and opens the database (closed again on cleanup), and serves:
 
     GET /healthz    open; `{"status": "ok"}` once the database answers, 503 while it does not
     GET /metrics    open; Prometheus text format
+    GET /api/v1/openapi.json   open; the OpenAPI document of all of it (gateway.api.openapi)
     /api/v1/…       the HTTP API (threads, events, roles, runs, tasks); operator token
     /api/v1/tools…  the agent tools; a run token as bearer instead
     /hooks/{source} inbound webhooks, signed with the source's secret (channels/webhooks)
@@ -80,6 +81,7 @@ from gateway import malformed
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
+from gateway.api import openapi as openapi_routes
 from gateway.api import persons as person_routes
 from gateway.api import replicas as replica_routes
 from gateway.api import runs as run_routes
@@ -184,6 +186,7 @@ def build_app(
     app.add_routes(task_routes.routes)
     app.add_routes(person_routes.routes)
     app.add_routes(memory_routes.routes)
+    app.add_routes(openapi_routes.routes)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(
         app, at_start=any(runtimes.for_role(r).wants_tools for r in known.values())
@@ -397,8 +400,8 @@ def _log_access(
 def _needs_operator_token(path: str, resource: AbstractResource | None) -> bool:
     """Routes under `/api/v1` (by the path asked for, or by the route it matched) need the
     operator token; but for the agent tools, which take a run token instead
-    (`gateway.api.tools`)."""
-    if _under(path, tool_routes.TOOLS_PREFIX):
+    (`gateway.api.tools`), and the OpenAPI document, which is open."""
+    if _under(path, tool_routes.TOOLS_PREFIX) or path == openapi_routes.OPENAPI_PATH:
         return False
     return _under(path, API_PREFIX) or (
         resource is not None and _under(resource.canonical, API_PREFIX)

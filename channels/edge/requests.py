@@ -15,6 +15,7 @@ without
   the stated bounds (never beyond what every JSON client reads exactly). A route that reads a
   body takes no query parameters at all. (Every query value and path parameter has passed
   `core.model.values` already, in the gateway's one middleware: `check_request_values`.)
+- An answer that creates something is 201 with a `Location` header (`created`).
 - A body may come compressed (`Content-Encoding: gzip` or `deflate`, decoded here by
   `read_body`, never past the body limit once decoded); one that does not decode is 400
   `invalid_encoding`. Any other coding is 415 `unsupported_encoding` (`check_encoding`, also in
@@ -186,6 +187,13 @@ async def read_object(
     for name, value in body.items():
         check_value(value, name)
     return body
+
+
+def created(body: Any, location: str) -> web.Response:
+    """201 Created: `body` as JSON, and `Location`, the URL (a path on this gateway) that reads
+    what the request created — or, for what is shown only once (a token, a link code), what it
+    belongs to. Every 201 the gateway answers is made here."""
+    return web.json_response(body, status=201, headers={"Location": location})
 
 
 def field(body: Mapping[str, Any], name: str, parse: Callable[[Any], T]) -> T:

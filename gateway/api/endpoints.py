@@ -23,7 +23,14 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from channels.edge.leasing import LeaseTerms
-from channels.edge.requests import DATABASE_KEY, ROLES_KEY, field, read_object, read_query
+from channels.edge.requests import (
+    DATABASE_KEY,
+    ROLES_KEY,
+    created,
+    field,
+    read_object,
+    read_query,
+)
 from channels.webhooks.outbound import Outbound
 from core.model.endpoints import (
     SECRET_BYTES,
@@ -104,7 +111,8 @@ async def create_endpoint(request: web.Request) -> web.Response:
         task_start=task_start,
     )
     await outbound.refresh(endpoint.id)
-    return web.json_response({**endpoint.to_json(), "secret": endpoint.secret}, status=201)
+    shown = {**endpoint.to_json(), "secret": endpoint.secret}
+    return created(shown, f"/api/v1/endpoints/{endpoint.id}")
 
 
 async def _check_filters(request: web.Request, filters: Filters) -> None:

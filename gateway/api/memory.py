@@ -25,6 +25,7 @@ from aiohttp import web
 from channels.edge.requests import (
     DATABASE_KEY,
     ROLES_KEY,
+    created,
     field,
     is_id,
     query_id,
@@ -58,6 +59,13 @@ def entry_json(entry: MemoryEntry) -> dict[str, Any]:
         if redaction is None
         else {"at": rfc3339(redaction.at), "by": redaction.by, "reason": redaction.reason},
     }
+
+
+def entry_location(entry: MemoryEntry) -> str:
+    """The URL that reads `entry` alone: its role's listing, after the id just before its own
+    (ids are fixed-width hex, listed in order; the listing has no URL per entry)."""
+    before = format(int(entry.id, 16) - 1, f"0{len(entry.id)}x")
+    return f"/api/v1/roles/{entry.role}/memory?after={before}&limit=1"
 
 
 async def _role(request: web.Request) -> str:
@@ -104,4 +112,4 @@ async def redact_memory(request: web.Request) -> web.Response:
     entry = await request.app[DATABASE_KEY].memory.redact(
         role, entry_id, by=REDACTED_BY, reason=reason
     )
-    return web.json_response(entry_json(entry), status=201)
+    return created(entry_json(entry), entry_location(entry))

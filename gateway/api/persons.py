@@ -18,7 +18,15 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, field, named, query_int, read_object, read_query
+from channels.edge.requests import (
+    DATABASE_KEY,
+    created,
+    field,
+    named,
+    query_int,
+    read_object,
+    read_query,
+)
 from core.model.errors import InvalidInput, NotFound, RolecallError
 from core.model.people import (
     KEEP,
@@ -44,6 +52,10 @@ def _slug(request: web.Request) -> str:
         return parse_slug(raw)
     except RolecallError:
         raise NotFound(f"no person with slug {raw!r}", code="person_not_found") from None
+
+
+def _location(slug: str) -> str:
+    return f"/api/v1/persons/{slug}"
 
 
 def _active(raw: object) -> bool:
@@ -80,7 +92,7 @@ async def create_person(request: web.Request) -> web.Response:
         display_name=field(body, "display_name", check_display_name),
         email=field(body, "email", check_email),
     )
-    return web.json_response(profile_json(person, []), status=201)
+    return created(profile_json(person, []), _location(person.slug))
 
 
 @routes.get("/api/v1/persons/{slug}")
@@ -113,9 +125,8 @@ async def add_identity(request: web.Request) -> web.Response:
     identity = field(body, "identity", parse_identity)
     people = request.app[DATABASE_KEY].people
     _, added = await people.add_identity(slug, identity)
-    return web.json_response(
-        profile_json(*await people.profile(slug)), status=201 if added else 200
-    )
+    profile = profile_json(*await people.profile(slug))
+    return created(profile, _location(slug)) if added else web.json_response(profile)
 
 
 @routes.post("/api/v1/persons/{slug}/link-codes")
@@ -124,7 +135,7 @@ async def new_link_code(request: web.Request) -> web.Response:
     body = await read_object(request, optional=["ttl_seconds"], empty_ok=True)
     ttl = field(body, "ttl_seconds", check_ttl)
     made = await request.app[DATABASE_KEY].people.new_link_code(slug, ttl)
-    return web.json_response(made.to_json(), status=201)
+    return created(made.to_json(), _location(slug))  # the code is shown once: its person
 
 
 @routes.post("/api/v1/link-codes/redeem")

@@ -18,6 +18,7 @@ from aiohttp import web
 from channels.edge.requests import (
     DATABASE_KEY,
     HOST_KEY,
+    created,
     query_id,
     query_int,
     read_object,
@@ -170,13 +171,14 @@ async def cancel_turn(request: web.Request) -> web.Response:
 async def start_fresh(request: web.Request) -> web.Response:
     await read_object(request, required=[], empty_ok=True)
     run = await request.app[HOST_KEY].start_fresh(_run_id(request))
-    return web.json_response(run_json(run, request), status=201)
+    return created(run_json(run, request), f"/api/v1/runs/{run.id}")
 
 
 @routes.post("/api/v1/runs/{id}/token")
 async def mint_token(request: web.Request) -> web.Response:
     """A new bearer token naming the run, for `/api/v1/tools` (debugging, remote agents). It is
-    shown once; only its digest is kept."""
+    shown once; only its digest is kept, so `Location` is the run it names."""
     await read_object(request, required=[], empty_ok=True)
-    token = await request.app[DATABASE_KEY].runs.mint_token(_run_id(request))
-    return web.json_response({"token": token}, status=201)
+    run_id = _run_id(request)
+    token = await request.app[DATABASE_KEY].runs.mint_token(run_id)
+    return created({"token": token}, f"/api/v1/runs/{run_id}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from channels.edge.requests import DATABASE_KEY, ROSTER_KEY, read_object, read_query
+from channels.edge.requests import DATABASE_KEY, ROSTER_KEY, created, read_object, read_query
 from core.engine.tools import RunTools
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunId, RunKind
@@ -49,4 +49,6 @@ async def subscribe(request: web.Request) -> web.Response:
         request.app[DATABASE_KEY], run, read_to=run.cursor, roster=request.app[ROSTER_KEY]
     )
     result = await tools.subscribe(body.get("task_id"), external_key=body.get("external_key"))
-    return web.json_response(result, status=201 if result["new"] else 200)
+    if result["new"]:
+        return created(result, f"/api/v1/runs/{run.id}/subscriptions")
+    return web.json_response(result)

@@ -18,6 +18,7 @@ from aiohttp import web
 from channels.edge.requests import (
     DATABASE_KEY,
     ROSTER_KEY,
+    created,
     field,
     named,
     query_id,
@@ -68,7 +69,7 @@ async def create_task(request: web.Request) -> web.Response:
         external=field(body, "external", parse_external),
         actor=Actor.person(author),
     )
-    return web.json_response({**task.to_json(), "event": event.to_json()}, status=201)
+    return created({**task.to_json(), "event": event.to_json()}, f"/api/v1/tasks/{task.id}")
 
 
 @routes.get("/api/v1/tasks")
@@ -126,4 +127,4 @@ async def comment_on_task(request: web.Request) -> web.Response:
     event = await request.app[DATABASE_KEY].tasks.comment(
         TaskId(request.match_info["id"]), field(body, "text", check_comment), Actor.person(author)
     )
-    return web.json_response(event.to_json(), status=201)
+    return created(event.to_json(), f"/api/v1/tasks/{event.task_id}")  # its history holds it

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from channels.edge.requests import (
     ROSTER_KEY,
+    created,
     field,
     named,
     query_bool,
@@ -37,6 +38,7 @@ from core.model.memory_policy import MemoryPolicy
 from core.model.participants import Address, ParticipantSet, parse_address
 from core.model.serialize import event_json, thread_json
 from core.model.timeline import (
+    AnyEvent,
     EventId,
     ThreadId,
     check_channel,
@@ -58,6 +60,15 @@ def _participant_list(raw: Any) -> ParticipantSet:
     return ParticipantSet.of(raw)
 
 
+def event_location(event: AnyEvent) -> str:
+    """The URL that reads `event` alone: its thread's timeline, from just before it, one event,
+    archived ones included (the timeline has no URL per event)."""
+    return (
+        f"/api/v1/threads/{event.thread_id}/timeline"
+        f"?after={event.seq - 1}&limit=1&include_archived=true"
+    )
+
+
 def _thread_id(request: web.Request) -> ThreadId:
     return ThreadId(request.match_info["id"])
 
@@ -67,8 +78,10 @@ async def resolve_thread(request: web.Request) -> web.Response:
     body = await read_object(request, required=["participants"])
     participants = field(body, "participants", _participant_list)
     request.app[ROSTER_KEY].check_participants(participants)
-    thread, created = await repository(request).resolve(participants)
-    return web.json_response(thread_json(thread), status=201 if created else 200)
+    thread, new = await repository(request).resolve(participants)
+    if new:
+        return created(thread_json(thread), f"/api/v1/threads/{thread.id}")
+    return web.json_response(thread_json(thread))
 
 
 @routes.get("/api/v1/threads")
@@ -115,7 +128,7 @@ async def post_message(request: web.Request) -> web.Response:
     message = await threads.post_message(
         _thread_id(request), author, text, context, channel=channel
     )
-    return web.json_response(event_json(message), status=201)
+    return created(event_json(message), event_location(message))
 
 
 @routes.post("/api/v1/threads/{id}/messages/{message_id}/retract")
@@ -126,7 +139,7 @@ async def retract_message(request: web.Request) -> web.Response:
     retraction = await repository(request).retract(
         _thread_id(request), EventId(request.match_info["message_id"]), author, reason
     )
-    return web.json_response(event_json(retraction), status=201)
+    return created(event_json(retraction), event_location(retraction))
 
 
 @routes.post("/api/v1/threads/{id}/participants/{addr}")
