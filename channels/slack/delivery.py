@@ -64,6 +64,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.edge.leasing import Held, Leasing
 from channels.slack.apps import Clients, NotInstalled
+from channels.slack.mrkdwn import to_mrkdwn
 from channels.slack.streams import Streams
 from core.model.errors import NotFound
 from core.model.leases import Fence, LeaseKind, LeaseLost
@@ -440,8 +441,8 @@ class Delivery:
             return _Post(f"_{event.text}_", None)
         if not isinstance(event, Message) or event.retracted:
             return None
-        if event.author == self.role.address:
-            return _Post(event.text, await self._answered(event, answers))
+        if event.author == self.role.address:  # written in Markdown, posted in Slack's marks
+            return _Post(to_mrkdwn(event.text), await self._answered(event, answers))
         if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
             return None  # said in Slack: it is there already
         name = await self._name(event.author)

@@ -1,4 +1,5 @@
-"""Events as the widget shows them (docs/widget.md, "An event as the widget shows it")."""
+"""Events as the widget shows them (docs/widget.md, "An event as the widget shows it"), and the
+role as a session presents it (its name, greeting, suggested prompts and avatar)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,19 @@ class Names:
 
     def forget(self, address: Address) -> None:
         self._people.pop(address, None)
+
+
+def widget_role(role: Role) -> dict[str, Any]:
+    """The role as the widget presents it to a visitor (the manifest's `widget:` section)."""
+    look = role.widget
+    return {
+        "name": role.name,
+        "display_name": role.display_name,
+        "greeting": look.greeting,
+        "suggestions": list(look.suggestions),
+        "avatar_url": look.avatar_url,
+        "initials": role.initials,
+    }
 
 
 async def widget_event(event: AnyEvent, *, viewer: Address, names: Names) -> dict[str, Any] | None:

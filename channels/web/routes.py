@@ -27,14 +27,15 @@ from channels.edge.requests import (
     ROLES_KEY,
     Proxies,
     client_address,
+    created,
     query_bool,
     query_int,
     read_object,
     read_query,
 )
 from channels.web.limits import PostingRate
-from channels.web.present import Frames, Names, widget_event, working_frame
-from channels.web.sites import Site, Sites, check_origin
+from channels.web.present import Frames, Names, widget_event, widget_role, working_frame
+from channels.web.sites import RefusedOrigins, Site, Sites, check_origin
 from channels.web.stream import (
     Closed,
     Fanout,
@@ -74,9 +75,12 @@ class WebChannel:
     fanout: Fanout = field(default_factory=Fanout)
     frames: Frames = field(default_factory=Frames)
     streams: set[EventSourceResponse] = field(default_factory=set)
+    refused: RefusedOrigins = field(default_factory=RefusedOrigins)
 
 
 WEB_KEY = web.AppKey("web_channel", WebChannel)
+REFUSED_ORIGIN = web.RequestKey("widget_refused_origin", str)
+"""The page origin this request was refused for (its answer carries CORS headers all the same)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,23 +159,28 @@ async def _close_streams(app: web.Application) -> None:
 
 
 async def _cors(request: web.Request, response: web.StreamResponse) -> None:
-    """Answers under `/widget/v1` (errors included) carry CORS headers for allowed origins."""
+    """Answers under `/widget/v1` (errors included) carry CORS headers for allowed origins; for
+    an origin no site allows, only the preflight and the refusal do: the page's script reads
+    why it was refused, and nothing else."""
     if not request.path.startswith(PREFIX + "/") or WEB_KEY not in request.app:
         return
     origin = request.headers.get("Origin")
-    if origin and request.app[WEB_KEY].sites.allows_somewhere(origin):
+    if not origin:
+        return
+    answered = request.method == "OPTIONS" or request.get(REFUSED_ORIGIN) == origin
+    if answered or request.app[WEB_KEY].sites.allows_somewhere(origin):
         response.headers["Access-Control-Allow-Origin"] = origin
         response.headers["Access-Control-Expose-Headers"] = "Retry-After"
         response.headers.add("Vary", "Origin")
 
 
 async def preflight(request: web.Request) -> web.Response:
+    """Any page origin may ask: the request itself is refused when its site does not allow the
+    origin (403 `origin_not_allowed`, readable by the page), where a refused preflight would
+    only tell the page's script that the chat cannot be reached."""
     # No query check: a preflight carries the query of the request it asks about.
-    origin = request.headers.get("Origin", "")
-    if not request.app[WEB_KEY].sites.allows_somewhere(origin):
-        raise ApiError(
-            403, "origin_not_allowed", f"pages of {origin or '?'} may not use the widget"
-        )
+    if not request.headers.get("Origin"):
+        raise ApiError(403, "origin_not_allowed", "a preflight names the page's Origin")
     return web.Response(
         status=204,
         headers={
@@ -213,7 +222,7 @@ async def start_session(request: web.Request) -> web.Response:
     )
     channel = request.app[WEB_KEY]
     site = channel.sites.get(body.get("site"))
-    check_origin(request.headers.get("Origin"), site)
+    _check_origin(request, site)
     role = request.app[ROLES_KEY].get(body["role"]) if isinstance(body["role"], str) else None
     if role is None:
         raise ApiError(404, "unknown_role", f"no role named {body['role']!r} is served here")
@@ -253,7 +262,7 @@ async def start_session(request: web.Request) -> web.Response:
         "session_token": token,
         "expires_at": rfc3339(session.expires_at),
         "person": {"slug": person.slug, "display_name": person.display_name},
-        "role": {"name": role.name, "display_name": role.display_name},
+        "role": widget_role(role),
         "conversation": thread.id,
         "last_seq": latest.events[-1].seq if latest.events else 0,
     }
@@ -284,8 +293,20 @@ async def _session(request: web.Request, *, token: str | None = None) -> WidgetS
         if scheme.lower() != "bearer":
             token = ""
     session = channel.keys.read_session(token.strip())
-    check_origin(request.headers.get("Origin"), channel.sites.get(session.site))
+    _check_origin(request, channel.sites.get(session.site))
     return session
+
+
+def _check_origin(request: web.Request, site: Site) -> None:
+    """`check_origin`, noting a refusal: the operator hears of it once, the page can read it."""
+    origin = request.headers.get("Origin")
+    try:
+        check_origin(origin, site)
+    except ApiError:
+        if origin is not None:  # always so: only an Origin is refused
+            request[REFUSED_ORIGIN] = origin
+            request.app[WEB_KEY].refused.note(origin, site)
+        raise
 
 
 async def _current_person(request: web.Request, session: WidgetSession) -> Address:
@@ -407,7 +428,10 @@ async def post_message(request: web.Request) -> web.Response:
         ThreadId(session.conversation), author, text, channel="web"
     )
     shown = await widget_event(message, viewer=author, names=channel.names)
-    return web.json_response({"event": shown}, status=201)
+    # Location: the history page that holds this message alone.
+    return created(
+        {"event": shown}, f"{PREFIX}/history?before={message.seq + 1}&limit=1&archived=true"
+    )
 
 
 async def start_fresh(request: web.Request) -> web.Response:
@@ -429,9 +453,8 @@ async def new_link_code(request: web.Request) -> web.Response:
     await read_object(request, empty_ok=True)
     await _current_person(request, session)
     code = await request.app[DATABASE_KEY].people.new_link_code(session.person, LINK_CODE_TTL)
-    return web.json_response(
-        {"code": code.code, "expires_at": rfc3339(code.expires_at)}, status=201
-    )
+    # The code is shown once; Location is the conversation of the person it links to.
+    return created({"code": code.code, "expires_at": rfc3339(code.expires_at)}, f"{PREFIX}/history")
 
 
 async def redeem_link_code(request: web.Request) -> web.Response:
@@ -462,7 +485,7 @@ async def redeem_link_code(request: web.Request) -> web.Response:
             "session_token": token,
             "expires_at": rfc3339(renewed.expires_at),
             "person": {"slug": person.slug, "display_name": person.display_name},
-            "role": {"name": role.name, "display_name": role.display_name},
+            "role": widget_role(role),
             "conversation": thread.id,
             "last_seq": latest.events[-1].seq if latest.events else 0,
         }

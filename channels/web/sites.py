@@ -1,15 +1,29 @@
 """Sites that embed the widget: whose secret signs their users' tokens, which page origins may
 use it. The site `default` always exists (anonymous visitors only, unless configured), and the
-gateway's own origin is allowed for every site (the demo page)."""
+gateway's own origin is allowed for every site (the demo page).
+
+A page of an origin its site does not allow is refused (403 `origin_not_allowed`), and told so
+in a way its script can read: the refusal carries CORS headers for that origin (the routes), so
+the widget can say what the operator should do instead of "the chat cannot be reached". The
+operator hears of it once per origin and site (`RefusedOrigins`), at warning level.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from channels.edge.errors import ApiError
 
+log = logging.getLogger("rolecall.web")
+
 DEFAULT_SITE = "default"
+REFUSED_KEPT = 1_000
+"""Refused origins remembered (so each is logged once); a client may name any origin it likes,
+so past this many the rest are not logged one by one."""
+ORIGIN_SHOWN = 200
+"""Characters of a refused origin that the log and the error repeat."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +74,44 @@ def check_origin(origin: str | None, site: Site) -> None:
     (not from a browser page, or a same-origin `GET`) pass: the header is a browser's promise,
     not a credential."""
     if origin is not None and origin not in site.origins:
+        shown = origin[:ORIGIN_SHOWN]
         raise ApiError(
             403,
             "origin_not_allowed",
-            f"pages of {origin} may not use the widget for site {site.name!r}",
+            f"pages of {shown} may not use the widget for site {site.name!r}: the operator "
+            f"allows them by adding {shown} to the origins of site {site.name!r} in "
+            "ROLECALL_SITES",
+        )
+
+
+class RefusedOrigins:
+    """The page origins refused so far, by site: the first refusal of each is logged at warning
+    level, with what allows it; a page that retries, or the many visitors of one page, add
+    nothing to the log."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str]] = set()
+        self._full = False
+
+    def note(self, origin: str, site: Site) -> None:
+        key = (origin, site.name)
+        if key in self._seen:
+            return
+        if len(self._seen) >= REFUSED_KEPT:
+            if not self._full:
+                self._full = True
+                log.warning(
+                    "widget: %d page origins refused so far; further ones are not logged",
+                    len(self._seen),
+                )
+            return
+        self._seen.add(key)
+        shown = origin[:ORIGIN_SHOWN]
+        log.warning(
+            "widget: refused pages of %s (site %r): to allow them, add %s to the origins of "
+            "site %r in ROLECALL_SITES",
+            shown,
+            site.name,
+            shown,
+            site.name,
         )

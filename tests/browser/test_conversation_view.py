@@ -26,6 +26,7 @@ async def test_start_fresh_hides_what_came_before_behind_show_earlier(
     await expect(widget.show_earlier).to_be_hidden()
 
     await widget.start_fresh.click()
+    await page.get_by_role("button", name="Yes, start over").click()  # it asks first
     await expect(widget.texts).to_have_count(0)
     await expect(widget.notices).to_have_text(["Started fresh"])
     await expect(widget.show_earlier).to_be_visible()

@@ -21,7 +21,28 @@
  * code's person, and the panel switches to their conversation as it does when a session renews
  * into another one.
  *
- * Everything the page shows from the gateway is set with textContent, never parsed as HTML.
+ * Welcome: while the conversation shows no message, the panel shows the role — its avatar (an
+ * image, or initials), its name, its greeting and up to three suggested prompts (from the role's
+ * manifest, given with the session); the greeting stays at the top once the person starts
+ * talking, the suggestions go.
+ *
+ * "Start fresh" asks first: a row under the header says what it does, with "Yes, start over" and
+ * "Cancel" (Escape cancels too).
+ *
+ * A send that fails on the way (the gateway unreachable, or failing: no answer or a 5xx) leaves
+ * the message in the list, marked "Not sent", with Retry; a send the gateway refuses (too long,
+ * too fast) leaves the text in the composer, with the reason. A message marked "Not sent" that
+ * turns up from the gateway after all (it got through, its answer did not) is the real one.
+ *
+ * Unread: a message of someone else that arrives while the panel is closed counts on the
+ * launcher's badge and in the page's title ("(2) …") until the panel opens again.
+ *
+ * A page whose origin its site does not allow is told so (403 origin_not_allowed, which the
+ * gateway makes readable across origins): the console says what the operator should do, the
+ * visitor reads that the chat is not available here, and nothing is retried.
+ *
+ * Everything the page shows from the gateway is set with textContent, never parsed as HTML;
+ * messages are Markdown, rendered by building elements ("Markdown, safely" below).
  */
 (() => {
   "use strict";
@@ -31,6 +52,8 @@
   const RECONNECT_MAX_MS = 15000;
   const NEAR_EDGE_PX = 48;
   const CHANNEL_NAMES = { api: "API", slack: "Slack", email: "email" };
+  const NOT_ALLOWED_HERE = "This chat is not available on this site.";
+  const NOT_SENT = "Your message was not sent. Retry it when the chat is back.";
 
   // document.currentScript is only set while this file first runs, so read it now.
   const script = document.currentScript || findOwnScript();
@@ -169,6 +192,7 @@
     const previous = state.session;
     state.session = session;
     showRole(session.role);
+    showWelcome(session.role || {});
     return Boolean(previous && previous.conversation !== session.conversation);
   }
 
@@ -189,6 +213,8 @@
       freshSeq: null, // the seq of the latest "start fresh" marker (shown, though archived)
       earlier: false, // archived events exist that are not shown
       showingArchive: false, // the person asked for "show earlier"
+      loaded: false, // the newest page is in: whether the conversation is empty is known
+      welcomed: false, // the welcome was shown on an empty conversation, and stays at the top
     };
   }
 
@@ -204,6 +230,11 @@
     reconnectDelay: RECONNECT_FIRST_MS,
     reconnectTimer: null,
     linking: false, // a link request is on its way
+    unsent: new Map(), // list item → text of messages that did not get through
+    unread: 0, // messages of others that came while the panel was closed
+    pageTitle: null, // the host page's title, while the unread count is shown in front of it
+    titleShown: null, // the title as we set it
+    refusalLogged: false, // the console was told this page's origin is not allowed
   };
 
   // --- the panel ---------------------------------------------------------------------------------
@@ -235,7 +266,11 @@
       "aria-expanded": "false",
       "aria-controls": "rolecall-panel",
     });
+    const launcherText = el("span", { class: "launcher-text" });
+    const badge = el("span", { class: "badge", "aria-hidden": "true", hidden: true });
+    launcher.append(launcherText, badge);
     const panel = el("section", { class: "panel", id: "rolecall-panel", hidden: true });
+    const avatar = el("span", { class: "avatar", "aria-hidden": "true", hidden: true });
     const title = el("h2", { class: "title", id: "rolecall-title" });
     // "Link another channel" contains the visible "Link" (the name speech input users say).
     const linkToggle = el(
@@ -249,10 +284,19 @@
       },
       "Link"
     );
-    const fresh = el("button", { class: "fresh", type: "button" }, "Start fresh");
+    const fresh = el(
+      "button",
+      {
+        class: "fresh",
+        type: "button",
+        "aria-expanded": "false",
+        "aria-controls": "rolecall-fresh",
+      },
+      "Start fresh"
+    );
     const close = el("button", { class: "close", type: "button", "aria-label": "Close chat" }, "×");
     const header = el("header", { class: "header" });
-    header.append(title, linkToggle, fresh, close);
+    header.append(avatar, title, linkToggle, fresh, close);
     const linking = buildLinking();
 
     const log = el("div", {
@@ -265,7 +309,14 @@
     const earlier = el("button", { class: "earlier", type: "button", hidden: true });
     earlier.textContent = "Show earlier";
     const list = el("ol", { class: "messages" });
-    log.append(earlier, list);
+    const unsent = el("ol", { class: "messages unsent-list" });
+    const welcome = el("div", { class: "welcome", hidden: true });
+    const welcomeAvatar = el("span", { class: "avatar large", "aria-hidden": "true" });
+    const welcomeName = el("p", { class: "welcome-name" });
+    const greeting = el("div", { class: "greeting text" });
+    const suggestions = el("ul", { class: "suggestions", "aria-label": "Suggested messages" });
+    welcome.append(welcomeAvatar, welcomeName, greeting, suggestions);
+    log.append(earlier, welcome, list, unsent);
 
     const working = el("p", { class: "working", "aria-hidden": "true", hidden: true });
     const error = el("p", { class: "error", id: "rolecall-error", hidden: true });
@@ -288,11 +339,16 @@
     const send = el("button", { class: "send", type: "submit" }, "Send");
     composer.append(label, text, hint, send);
 
-    panel.append(header, linking.row, log, working, error, status, composer);
+    const confirm = buildConfirmFresh();
+    panel.append(header, linking.row, confirm.freshRow, log, working, error, status, composer);
     return {
       ...linking,
+      ...confirm,
       launcher,
+      launcherText,
+      badge,
       panel,
+      avatar,
       title,
       linkToggle,
       fresh,
@@ -300,6 +356,12 @@
       log,
       earlier,
       list,
+      unsent,
+      welcome,
+      welcomeAvatar,
+      welcomeName,
+      greeting,
+      suggestions,
       working,
       error,
       status,
@@ -308,6 +370,35 @@
       send,
       composer,
     };
+  }
+
+  /** The row "Start fresh" reveals: what it does, and the choice. */
+  function buildConfirmFresh() {
+    const freshRow = el("div", {
+      class: "confirm",
+      id: "rolecall-fresh",
+      role: "group",
+      "aria-labelledby": "rolecall-fresh-question",
+      "aria-describedby": "rolecall-fresh-detail",
+      hidden: true,
+    });
+    const question = el(
+      "p",
+      { class: "link-title", id: "rolecall-fresh-question" },
+      "Start a fresh conversation?"
+    );
+    const detail = el(
+      "p",
+      { class: "link-text", id: "rolecall-fresh-detail" },
+      "What was said so far moves behind “Show earlier”; what the role remembers stays."
+    );
+    const yes = "Yes, start over";
+    const freshYes = el("button", { class: "link-button primary", type: "button" }, yes);
+    const freshNo = el("button", { class: "link-button", type: "button" }, "Cancel");
+    const choice = el("div", { class: "link-row" });
+    choice.append(freshYes, freshNo);
+    freshRow.append(question, detail, choice);
+    return { freshRow, freshYes, freshNo };
   }
 
   /** The row "Link" reveals: get a code to give elsewhere, or give one got elsewhere. */
@@ -389,7 +480,102 @@
     ui.panel.setAttribute("aria-label", `Chat with ${name}`);
     ui.label.textContent = `Message ${name}`;
     ui.working.textContent = `${name} is working…`;
-    ui.launcher.textContent = `Chat with ${name}`; // aria-expanded says whether it is open
+    ui.launcherText.textContent = `Chat with ${name}`; // aria-expanded says whether it is open
+    showUnread();
+  }
+
+  /** The role's look, from a new session: avatars, and the welcome's name, greeting and prompts. */
+  function showWelcome(role) {
+    const name = role.display_name || config.role;
+    showAvatar(ui.avatar, role);
+    showAvatar(ui.welcomeAvatar, role);
+    ui.avatar.hidden = false;
+    ui.welcomeName.textContent = name;
+    ui.greeting.replaceChildren();
+    if (role.greeting) renderMarkdown(String(role.greeting), ui.greeting);
+    ui.greeting.hidden = !role.greeting;
+    const prompts = Array.isArray(role.suggestions) ? role.suggestions.slice(0, 3) : [];
+    ui.suggestions.replaceChildren(
+      ...prompts.map((prompt) => {
+        const button = el("button", { class: "suggestion", type: "button" }, String(prompt));
+        button.addEventListener("click", () => sendSuggestion(String(prompt)));
+        const item = el("li");
+        item.append(button);
+        return item;
+      })
+    );
+    updateWelcome();
+  }
+
+  /** An image when the role has one (initials again if it fails to load), else initials. */
+  function showAvatar(node, role) {
+    const initials = String(role.initials || (role.display_name || config.role).slice(0, 1));
+    const src = role.avatar_url ? safeHref(String(role.avatar_url)) : null;
+    node.textContent = initials;
+    if (!src || !/^https?:/.test(src)) return;
+    const image = el("img", { src, alt: "", referrerpolicy: "no-referrer" });
+    image.addEventListener("error", () => {
+      node.textContent = initials;
+    });
+    node.replaceChildren(image);
+  }
+
+  /**
+   * The welcome shows once the newest page found no message, and then stays at the top while the
+   * person talks; its suggestions only while no message shows. Hidden while the archive shows.
+   */
+  function updateWelcome() {
+    if (!state.session || !state.loaded) {
+      ui.welcome.hidden = true;
+      return;
+    }
+    const items = Array.from(ui.list.children);
+    const empty = !items.some((item) => !item.hidden && item.classList.contains("message"));
+    if (empty) state.welcomed = true;
+    ui.welcome.hidden = !state.welcomed || state.showingArchive;
+    ui.suggestions.hidden = !empty || !ui.suggestions.childElementCount;
+  }
+
+  /** A suggested prompt is sent as if typed; what the composer held comes back after it. */
+  async function sendSuggestion(prompt) {
+    const typed = ui.text.value;
+    ui.text.value = prompt;
+    await send();
+    if (!ui.text.value && typed.trim() && typed !== prompt) ui.text.value = typed;
+    ui.text.focus();
+  }
+
+  // --- unread, while the panel is closed -------------------------------------------------------
+
+  function countUnread(event) {
+    if (isOpen() || event.kind !== "message" || event.mine || event.retracted) return;
+    state.unread += 1;
+    showUnread();
+  }
+
+  function showUnread() {
+    const count = state.unread;
+    const name = ui.title.textContent || config.role;
+    ui.badge.textContent = count > 99 ? "99+" : String(count);
+    ui.badge.hidden = count === 0;
+    if (count) {
+      const unread = `${count} new message${count === 1 ? "" : "s"}`;
+      ui.launcher.setAttribute("aria-label", `Chat with ${name}, ${unread}`);
+    } else {
+      ui.launcher.removeAttribute("aria-label");
+    }
+    // The count goes in front of the page's title; a title the page set meanwhile is kept.
+    const ours = state.titleShown !== null && document.title === state.titleShown;
+    const base = ours ? state.pageTitle : document.title;
+    if (count) {
+      state.pageTitle = base;
+      state.titleShown = `(${ui.badge.textContent}) ${base}`;
+      document.title = state.titleShown;
+    } else {
+      if (ours) document.title = state.pageTitle;
+      state.pageTitle = null;
+      state.titleShown = null;
+    }
   }
 
   function isOpen() {
@@ -400,8 +586,22 @@
     return !ui.row.hidden;
   }
 
+  function isConfirmingFresh() {
+    return !ui.freshRow.hidden;
+  }
+
+  /** Show or hide the "Start fresh" question; focus goes to its answer, or back to the button. */
+  function setConfirmingFresh(open, { focus = false } = {}) {
+    if (open) setLinkingOpen(false);
+    ui.freshRow.hidden = !open;
+    ui.fresh.setAttribute("aria-expanded", String(open));
+    if (open && focus) ui.freshYes.focus();
+    else if (!open && focus) ui.fresh.focus();
+  }
+
   /** Show or hide the link row; focus moves into it when it opens, back to "Link" when asked. */
   function setLinkingOpen(open, { focus = false } = {}) {
+    if (open) setConfirmingFresh(false);
     ui.row.hidden = !open;
     ui.linkToggle.setAttribute("aria-expanded", String(open));
     if (open && focus) ui.getCode.focus();
@@ -411,6 +611,7 @@
   function setOpen(open, { focus = false } = {}) {
     ui.panel.hidden = !open;
     ui.launcher.setAttribute("aria-expanded", String(open));
+    if (open) state.unread = 0; // seen now
     showRole(state.session && state.session.role);
     if (open) {
       start(); // the widget costs the gateway nothing until it is first opened
@@ -419,6 +620,366 @@
     } else if (focus) {
       ui.launcher.focus();
     }
+  }
+
+  // --- Markdown, safely --------------------------------------------------------------------------
+
+  /*
+   * Messages (and the role's greeting) are Markdown, of which a small part is rendered:
+   * paragraphs, **bold**, *italics*, ~~strikethrough~~, `code`, fenced code blocks, lists (`-`,
+   * `*`, `+` or `1.`, nested by indenting), `>` quotes, `#` headings (shown as bold lines),
+   * [links](https://…) and bare https:// addresses. Everything else is shown as written.
+   *
+   * Safety: the nodes are made with createElement from the fixed set below and filled with text
+   * nodes — nothing is ever parsed as HTML, so raw HTML in a message is text. A link is made only
+   * to an absolute http(s) or mailto URL (anything else, `javascript:` included, is shown as the
+   * text it was written as), and opens in a new tab with rel="noopener noreferrer". An image
+   * (`![alt](url)`) is a link to the image, never loaded.
+   */
+  const MARKDOWN_MAX = 20000; // longer texts are shown as written
+  const MAX_DEPTH = 4; // nesting of quotes, lists and emphasis rendered; deeper is text
+  const FENCE = /^ {0,3}(`{3,}|~{3,})[^`]*$/;
+  const BULLET = /^( *)([-*+])( +|$)(.*)$/;
+  const ORDERED = /^( *)(\d{1,9})([.)])( +|$)(.*)$/;
+  const HEADING = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+  const QUOTE = /^ {0,3}> ?(.*)$/;
+  const BARE_URL = /^https?:\/\/[^\s<>"'`]+/i;
+  const ESCAPABLE = "\\`*_{}[]()#+-.!~>|<";
+  const SAFE_PROTOCOLS = ["http:", "https:", "mailto:"];
+
+  /** Render `text` into `target` (a message's text box, a list item, a quote). */
+  function renderMarkdown(text, target) {
+    if (text.length > MARKDOWN_MAX) {
+      target.textContent = text;
+      return;
+    }
+    renderBlocks(text.replace(/\r\n?/g, "\n").split("\n"), target, 0);
+  }
+
+  /** Blocks into `target`; one paragraph alone is rendered inline (a plain message stays text). */
+  function renderBlocks(lines, target, depth) {
+    const blocks = document.createDocumentFragment();
+    if (depth > MAX_DEPTH) blocks.append(el("p", {}, lines.join("\n")));
+    else parseBlocks(lines, blocks, depth);
+    const only = blocks.childNodes.length === 1 ? blocks.firstChild : null;
+    if (only && only.nodeName === "P" && !only.className) target.append(...only.childNodes);
+    else target.append(blocks);
+  }
+
+  function parseBlocks(lines, parent, depth) {
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      if (!line.trim()) {
+        i += 1;
+        continue;
+      }
+      const fence = FENCE.exec(line);
+      if (fence) {
+        const [char, length] = [fence[1][0] === "`" ? "`" : "~", fence[1].length];
+        const closing = new RegExp(`^ {0,3}${char}{${length},} *$`);
+        const body = [];
+        for (i += 1; i < lines.length && !closing.test(lines[i]); i += 1) body.push(lines[i]);
+        i += 1; // the closing fence (or the end of the text)
+        const pre = el("pre");
+        pre.append(el("code", {}, body.join("\n")));
+        parent.append(pre);
+        continue;
+      }
+      const heading = HEADING.exec(line);
+      if (heading) {
+        const p = el("p", { class: "heading" });
+        const strong = el("strong");
+        renderInline(heading[1], strong, depth);
+        p.append(strong);
+        parent.append(p);
+        i += 1;
+        continue;
+      }
+      if (QUOTE.test(line)) {
+        const quoted = [];
+        for (; i < lines.length && QUOTE.test(lines[i]); i += 1) {
+          quoted.push(QUOTE.exec(lines[i])[1]);
+        }
+        const quote = el("blockquote");
+        renderBlocks(quoted, quote, depth + 1);
+        parent.append(quote);
+        continue;
+      }
+      if (listMarker(line)) {
+        i = parseList(lines, i, parent, depth);
+        continue;
+      }
+      const paragraph = [line];
+      for (i += 1; i < lines.length && lines[i].trim() && !interrupts(lines[i]); i += 1) {
+        paragraph.push(lines[i]);
+      }
+      const p = el("p");
+      renderInline(paragraph.join("\n"), p, depth);
+      parent.append(p);
+    }
+  }
+
+  /** A line that ends the paragraph before it: another kind of block begins. */
+  function interrupts(line) {
+    if (FENCE.test(line) || HEADING.test(line) || QUOTE.test(line)) return true;
+    const marker = listMarker(line);
+    return Boolean(marker && marker.text.trim() && (!marker.ordered || marker.start === 1));
+  }
+
+  function listMarker(line) {
+    const bullet = BULLET.exec(line);
+    if (bullet) {
+      const [, indent, , gap, text] = bullet;
+      const offset = indent.length + 1 + gap.length;
+      return { ordered: false, indent: indent.length, offset, text };
+    }
+    const ordered = ORDERED.exec(line);
+    if (ordered) {
+      const [, indent, number, , gap, text] = ordered;
+      const offset = indent.length + number.length + 1 + gap.length;
+      return { ordered: true, start: Number(number), indent: indent.length, offset, text };
+    }
+    return null;
+  }
+
+  function indentOf(line) {
+    return line.length - line.trimStart().length;
+  }
+
+  /** A list from line `i`: its items, each with the lines indented under it. The next line. */
+  function parseList(lines, i, parent, depth) {
+    const first = listMarker(lines[i]);
+    const list = el(first.ordered ? "ol" : "ul");
+    if (first.ordered && first.start !== 1) list.setAttribute("start", String(first.start));
+    while (i < lines.length) {
+      const marker = listMarker(lines[i]);
+      if (!marker || marker.ordered !== first.ordered || marker.indent > first.indent + 1) break;
+      const content = [marker.text];
+      const inside = marker.indent + 2; // lines indented this far belong to the item
+      for (i += 1; i < lines.length; i += 1) {
+        const next = lines[i];
+        if (!next.trim()) {
+          let after = i;
+          while (after < lines.length && !lines[after].trim()) after += 1;
+          if (after === lines.length || indentOf(lines[after]) < inside) break;
+          content.push("");
+        } else if (indentOf(next) >= inside) {
+          content.push(next.slice(Math.min(indentOf(next), marker.offset)));
+        } else if (content[content.length - 1] !== "" && !interrupts(next) && !listMarker(next)) {
+          content.push(next); // a paragraph's lazy continuation
+        } else {
+          break;
+        }
+      }
+      const item = el("li");
+      renderBlocks(content, item, depth + 1);
+      list.append(item);
+      let after = i; // blank lines between items of one list
+      while (after < lines.length && !lines[after].trim()) after += 1;
+      const next = after < lines.length ? listMarker(lines[after]) : null;
+      if (!next || next.ordered !== first.ordered || next.indent > first.indent + 1) break;
+      i = after;
+    }
+    parent.append(list);
+    return i;
+  }
+
+  function runLength(text, i, char) {
+    let end = i;
+    while (text[end] === char) end += 1;
+    return end - i;
+  }
+
+  /** The code span opening at `i` (a run of backticks closed by a run as long), or null. */
+  function codeSpan(text, i) {
+    const run = runLength(text, i, "`");
+    for (let j = text.indexOf("`", i + run); j !== -1; j = text.indexOf("`", j)) {
+      const close = runLength(text, j, "`");
+      if (close === run) {
+        let code = text.slice(i + run, j);
+        if (/^ .*[^ ].* $/s.test(code)) code = code.slice(1, -1);
+        return { code, end: j + run };
+      }
+      j += close;
+    }
+    return null;
+  }
+
+  /** Where the next `char` outside code spans and escapes is, from `i`; -1 when there is none. */
+  function findDelimiter(text, char, i) {
+    for (let j = i; j < text.length; j += 1) {
+      if (text[j] === "\\") j += 1;
+      else if (text[j] === char) return j;
+      else if (text[j] === "`") {
+        const span = codeSpan(text, j);
+        j = span ? span.end - 1 : j + runLength(text, j, "`") - 1;
+      }
+    }
+    return -1;
+  }
+
+  const isWordChar = (char) => Boolean(char) && /[\p{L}\p{N}_]/u.test(char);
+
+  /** `*em*`, `**strong**`, `***both***`, `_em_`, `__strong__`, `~~del~~` opening at `i`. */
+  function emphasis(text, i) {
+    const char = text[i];
+    const run = runLength(text, i, char);
+    if (char === "~" ? run !== 2 : run > 3) return null;
+    const open = i + run;
+    if (open >= text.length || /\s/.test(text[open])) return null;
+    if (char === "_" && isWordChar(text[i - 1])) return null; // snake_case is no emphasis
+    for (let j = findDelimiter(text, char, open); j !== -1; j = findDelimiter(text, char, j)) {
+      const close = runLength(text, j, char);
+      const fits = close === run && j > open && !/\s/.test(text[j - 1]);
+      if (fits && !(char === "_" && isWordChar(text[j + run]))) {
+        const tag = char === "~" ? "del" : run === 1 ? "em" : "strong";
+        return { tag, both: run === 3, inner: text.slice(open, j), end: j + run };
+      }
+      j += close;
+    }
+    return null;
+  }
+
+  /** `[label](destination)` with `text[i]` its `[`, or null. */
+  function parseLink(text, i) {
+    let nesting = 0;
+    let j = i;
+    for (; j < text.length; j += 1) {
+      if (text[j] === "\\") j += 1;
+      else if (text[j] === "[") nesting += 1;
+      else if (text[j] === "]" && --nesting === 0) break;
+    }
+    if (j >= text.length || text[j + 1] !== "(") return null;
+    let parens = 0;
+    let k = j + 2;
+    for (; k < text.length; k += 1) {
+      const char = text[k];
+      if (char === "\n") return null;
+      if (char === "\\") k += 1;
+      else if (char === "(") parens += 1;
+      else if (char === ")" && parens-- === 0) break;
+    }
+    if (k >= text.length) return null;
+    let destination = text.slice(j + 2, k).trim();
+    const titled = /^(\S+)\s+("[^"]*"|'[^']*')$/.exec(destination);
+    if (titled) destination = titled[1];
+    if (destination.startsWith("<") && destination.endsWith(">")) {
+      destination = destination.slice(1, -1);
+    }
+    return { label: text.slice(i + 1, j), destination, end: k + 1 };
+  }
+
+  /** The URL a link may go to, normalised; null unless absolute http(s) or mailto. */
+  function safeHref(destination) {
+    if (!/^(https?:\/\/|mailto:)/i.test(destination)) return null;
+    let url;
+    try {
+      url = new URL(destination);
+    } catch {
+      return null;
+    }
+    return SAFE_PROTOCOLS.includes(url.protocol) ? url.href : null;
+  }
+
+  function link(href) {
+    return el("a", { href, target: "_blank", rel: "noopener noreferrer" });
+  }
+
+  /** A bare address at `i`, without the punctuation that ends the sentence around it. */
+  function bareUrl(text, i) {
+    if (isWordChar(text[i - 1]) || text[i - 1] === "/") return null;
+    const found = BARE_URL.exec(text.slice(i, i + 2000));
+    if (!found) return null;
+    let url = found[0].replace(/[.,:;!?*_~]+$/, "");
+    const count = (char) => url.split(char).length - 1;
+    while (url.endsWith(")") && count(")") > count("(")) {
+      url = url.slice(0, -1).replace(/[.,:;!?*_~]+$/, ""); // "(see https://…)" keeps its ")"
+    }
+    const href = safeHref(url);
+    return href ? { url, href } : null;
+  }
+
+  /** Inline Markdown of `text` into `parent`, as text nodes and the few elements above. */
+  function renderInline(text, parent, depth, inLink = false) {
+    let plain = "";
+    const flush = () => {
+      if (plain) parent.append(document.createTextNode(plain));
+      plain = "";
+    };
+    let i = 0;
+    while (i < text.length) {
+      const char = text[i];
+      if (char === "\\" && i + 1 < text.length && ESCAPABLE.includes(text[i + 1])) {
+        plain += text[i + 1];
+        i += 2;
+        continue;
+      }
+      if (char === "`") {
+        const span = codeSpan(text, i);
+        if (span) {
+          flush();
+          parent.append(el("code", {}, span.code));
+          i = span.end;
+        } else {
+          const run = runLength(text, i, "`");
+          plain += text.slice(i, i + run);
+          i += run;
+        }
+        continue;
+      }
+      const image = char === "!" && text[i + 1] === "[";
+      if (!inLink && (char === "[" || image)) {
+        const found = parseLink(text, image ? i + 1 : i);
+        const href = found && safeHref(found.destination);
+        if (found) {
+          if (href) {
+            flush();
+            const anchor = link(href);
+            if (image) {
+              anchor.className = "image-link";
+              anchor.textContent = found.label.trim() || href;
+            } else {
+              renderInline(found.label, anchor, depth + 1, true);
+              if (!anchor.textContent.trim()) anchor.textContent = href;
+            }
+            parent.append(anchor);
+          } else {
+            plain += text.slice(i, found.end); // not a link we make: shown as written
+          }
+          i = found.end;
+          continue;
+        }
+      }
+      if (!inLink && (char === "h" || char === "H")) {
+        const bare = bareUrl(text, i);
+        if (bare) {
+          flush();
+          parent.append(Object.assign(link(bare.href), { textContent: bare.url }));
+          i += bare.url.length;
+          continue;
+        }
+      }
+      if (char === "*" || char === "_" || char === "~") {
+        const span = depth < MAX_DEPTH ? emphasis(text, i) : null;
+        if (span) {
+          flush();
+          let node = el(span.tag);
+          parent.append(node);
+          if (span.both) node = node.appendChild(el("em"));
+          renderInline(span.inner, node, depth + 1, inLink);
+          i = span.end;
+        } else {
+          const run = runLength(text, i, char);
+          plain += text.slice(i, i + run);
+          i += run;
+        }
+        continue;
+      }
+      plain += char;
+      i += 1;
+    }
+    flush();
   }
 
   // --- rendering events --------------------------------------------------------------------------
@@ -448,7 +1009,9 @@
     const via = channelTag(event);
     if (via) meta.append(el("span", { class: "via" }, via));
     meta.append(el("time", { datetime: event.at }, formatTime(event.at)));
-    item.append(meta, el("p", { class: "text" }, event.text || ""));
+    const text = el("div", { class: "text" });
+    renderMarkdown(String(event.text || ""), text);
+    item.append(meta, text);
     if (event.retracted || state.retracted.has(event.id)) markRetracted(item);
     return item;
   }
@@ -492,13 +1055,16 @@
     }
   }
 
-  /** Render one event unless it was handled already (the same seq can come from several paths). */
+  /**
+   * Render one event unless it was handled already (the same seq can come from several paths);
+   * whether it is new here.
+   */
   function addEvent(event, rank = 0) {
-    if (!event || typeof event.seq !== "number") return;
+    if (!event || typeof event.seq !== "number") return false;
     const key = `${rank}:${event.seq}`;
     if (state.shown.has(key)) {
       if (event.kind === "message" && event.retracted) retract(event.id);
-      return;
+      return false;
     }
     state.shown.add(key);
     const paging = state.paging;
@@ -507,20 +1073,23 @@
     }
     if (event.kind === "retraction") {
       retract(event.target);
-      return;
+      return true;
     }
     let item = null;
     if (event.kind === "message") {
       item = renderMessage(event);
       state.messages.set(event.id, item);
+      if (event.mine && rank === 0) arrived(event);
     } else if (event.kind === "system") {
       item = renderNotice(event);
     }
-    if (!item) return; // other kinds (membership changes) are not shown in the widget
+    if (!item) return false; // other kinds (membership changes) are not shown in the widget
     item.dataset.rank = rank;
     insertInOrder(item, rank, event.seq);
     if (event.kind === "system" && event.fresh && rank === 0) archiveBefore(event);
     else item.hidden = isArchived(rank, event.seq);
+    updateWelcome();
+    return true;
   }
 
   function isArchived(rank, seq) {
@@ -549,6 +1118,7 @@
     }
     state.earlier = state.earlier || hid;
     ui.earlier.hidden = !state.earlier;
+    updateWelcome();
   }
 
   // --- scrolling ---------------------------------------------------------------------------------
@@ -590,6 +1160,8 @@
     ui.earlier.hidden = !state.earlier;
     const newest = page.events.reduce((max, event) => Math.max(max, event.seq), 0);
     state.cursor = Math.max(state.cursor, newest, state.session.last_seq || 0);
+    state.loaded = true;
+    updateWelcome();
     scrollToEnd();
     await fillView();
   }
@@ -642,6 +1214,7 @@
     // earlier conversation.
     state.more = true;
     ui.earlier.hidden = true;
+    updateWelcome();
     ui.log.focus(); // the button that had focus is gone
     let revealed = false;
     keepingPosition(() => {
@@ -691,7 +1264,7 @@
       if (!event) return;
       const follow = nearEnd();
       state.cursor = Math.max(state.cursor, event.seq);
-      addEvent(event);
+      if (addEvent(event)) countUnread(event);
       if (follow) scrollToEnd();
     });
     source.addEventListener("working", (message) => {
@@ -756,10 +1329,18 @@
         : "Slow down — try again in a moment.";
     }
     if (error.status === 413) return "That message is too long — 4,000 characters at most.";
+    if (error.code === "origin_not_allowed") return NOT_ALLOWED_HERE;
     return error.message || "Something went wrong.";
   }
 
   function showError(error, text = describe(error)) {
+    if (error.code === "origin_not_allowed" && !state.refusalLogged) {
+      state.refusalLogged = true; // the operator's part, said once; the visitor reads `text`
+      console.error(
+        "rolecall widget: this site is not allowed to use this chat (operator: add it to " +
+          `ROLECALL_SITES). The gateway said: ${error.message}`
+      );
+    }
     ui.error.textContent = text;
     ui.error.dataset.code = error.code || "";
     ui.error.hidden = false;
@@ -807,12 +1388,79 @@
       addEvent(answer.event);
       scrollToEnd();
     } catch (error) {
-      showError(error); // the text stays in the composer
+      if (!failedOnTheWay(error)) {
+        showError(error); // refused: the text stays in the composer, with the reason
+      } else {
+        const value = ui.text.value; // it waits in the list instead, with Retry
+        ui.text.value = value.startsWith(text) ? value.slice(text.length).trimStart() : value;
+        addUnsent(text);
+        showError(error, NOT_SENT);
+      }
     } finally {
       state.sending = false;
       ui.send.removeAttribute("aria-disabled");
     }
     if (sent && state.sendNext) send();
+  }
+
+  /** The gateway was not reached, or failed: the message may be sent again as it is. */
+  function failedOnTheWay(error) {
+    return error.status === 0 || error.status >= 500;
+  }
+
+  /** A message that did not get through, marked, with Retry. */
+  function addUnsent(text) {
+    const item = el("li", { class: "message mine unsent", "data-unsent": "true" });
+    const meta = el("p", { class: "meta" });
+    meta.append(el("span", { class: "author" }, "You"));
+    const body = el("div", { class: "text" });
+    renderMarkdown(text, body);
+    const note = el("span", { class: "unsent-note" }, "Not sent.");
+    const retry = el("button", { class: "retry", type: "button" }, "Retry");
+    const line = el("p", { class: "unsent-line" });
+    line.append(note, " ", retry);
+    item.append(meta, body, line);
+    state.unsent.set(item, text);
+    retry.addEventListener("click", () => retrySend(item, note, retry));
+    ui.unsent.append(item);
+    scrollToEnd();
+  }
+
+  async function retrySend(item, note, retry) {
+    const text = state.unsent.get(item);
+    if (text === undefined || retry.getAttribute("aria-disabled") === "true") return;
+    retry.setAttribute("aria-disabled", "true");
+    note.textContent = "Sending…";
+    try {
+      if (!state.session) await start(); // the first connection failed too: try it again
+      if (!state.session) throw new ApiError(0, "unreachable", "The chat cannot be reached.");
+      const answer = await authorized("POST", "/widget/v1/messages", { text });
+      dropUnsent(item);
+      clearError();
+      addEvent(answer.event);
+      scrollToEnd();
+      setStatus("Sent");
+    } catch (error) {
+      note.textContent = "Not sent.";
+      showError(error, failedOnTheWay(error) ? NOT_SENT : describe(error));
+    } finally {
+      retry.removeAttribute("aria-disabled");
+    }
+  }
+
+  function dropUnsent(item) {
+    state.unsent.delete(item);
+    item.remove();
+  }
+
+  /** The person's message came from the gateway: a "Not sent" copy of it got through after all. */
+  function arrived(event) {
+    for (const [item, text] of state.unsent) {
+      if (text === event.text) {
+        dropUnsent(item);
+        return;
+      }
+    }
   }
 
   async function startFresh() {
@@ -999,9 +1647,13 @@
     ui.close.addEventListener("click", () => setOpen(false, { focus: true }));
     ui.panel.addEventListener("keydown", (event) => {
       if (event.key !== "Escape") return;
-      // Escape in the link row (or on its toggle) closes the row first, and focus goes back.
-      const inLinking = ui.row.contains(root.activeElement) || root.activeElement === ui.linkToggle;
+      // Escape in the link row (or on its toggle) closes the row first, and focus goes back;
+      // so does Escape in the "Start fresh" question (or on its button).
+      const active = root.activeElement;
+      const inLinking = ui.row.contains(active) || active === ui.linkToggle;
+      const inFresh = ui.freshRow.contains(active) || active === ui.fresh;
       if (isLinkingOpen() && inLinking) setLinkingOpen(false, { focus: true });
+      else if (isConfirmingFresh() && inFresh) setConfirmingFresh(false, { focus: true });
       else setOpen(false, { focus: true });
     });
     ui.linkToggle.addEventListener("click", () => {
@@ -1013,7 +1665,15 @@
       event.preventDefault();
       redeemLinkCode();
     });
-    ui.fresh.addEventListener("click", startFresh);
+    ui.fresh.addEventListener("click", () => {
+      setConfirmingFresh(!isConfirmingFresh(), { focus: true });
+    });
+    ui.freshYes.addEventListener("click", () => {
+      setConfirmingFresh(false);
+      ui.text.focus();
+      startFresh();
+    });
+    ui.freshNo.addEventListener("click", () => setConfirmingFresh(false, { focus: true }));
     ui.earlier.addEventListener("click", showEarlier);
     ui.log.addEventListener("scroll", onScroll, { passive: true });
     ui.composer.addEventListener("submit", (event) => {
@@ -1058,6 +1718,18 @@ button, textarea, input { font: inherit; color: inherit; }
   font-weight: 600; cursor: pointer; box-shadow: 0 4px 14px rgba(20, 30, 80, .3);
 }
 .launcher:hover { background: #1f3796; }
+.launcher { display: inline-flex; align-items: center; gap: 8px; }
+.badge {
+  min-width: 22px; height: 22px; padding: 0 6px; border-radius: 999px;
+  background: #c5221f; color: #fff; font-size: 12px; line-height: 22px; text-align: center;
+}
+.avatar {
+  flex: none; display: inline-flex; align-items: center; justify-content: center;
+  width: 28px; height: 28px; border-radius: 50%; overflow: hidden;
+  background: rgba(255, 255, 255, .22); color: #fff; font-size: 12px; font-weight: 700;
+}
+.avatar img { width: 100%; height: 100%; object-fit: cover; }
+.avatar.large { width: 56px; height: 56px; font-size: 20px; background: #2845b8; }
 .panel {
   position: fixed; right: 20px; bottom: 80px; display: flex; flex-direction: column;
   width: 380px; max-width: calc(100vw - 40px); height: min(600px, calc(100vh - 100px));
@@ -1079,7 +1751,9 @@ button, textarea, input { font: inherit; color: inherit; }
 }
 .header button:hover { background: rgba(255, 255, 255, .15); }
 .header .close { padding: 2px 10px 4px; font-size: 20px; line-height: 1; }
-.header .link-toggle[aria-expanded="true"] { background: #fff; color: #2845b8; }
+.header .link-toggle[aria-expanded="true"], .header .fresh[aria-expanded="true"] {
+  background: #fff; color: #2845b8;
+}
 
 .linking {
   display: flex; flex-direction: column; gap: 12px; max-height: 55%; overflow-y: auto;
@@ -1114,6 +1788,11 @@ button, textarea, input { font: inherit; color: inherit; }
 .link-button.primary { background: #2845b8; color: #fff; }
 .link-button[aria-disabled="true"] { opacity: .6; }
 .link-copied { margin: 0 0 4px; }
+.confirm {
+  display: flex; flex-direction: column; gap: 2px; padding: 10px 12px; font-size: 14px;
+  background: #fff; border-bottom: 1px solid #d6d8e0;
+}
+.confirm .link-row { margin-top: 4px; }
 
 .log {
   flex: 1; overflow-y: auto; overscroll-behavior: contain; padding: 12px; background: #f7f8fb;
@@ -1122,6 +1801,23 @@ button, textarea, input { font: inherit; color: inherit; }
   display: block; margin: 0 auto 10px; padding: 6px 14px; cursor: pointer;
   border: 1px solid #2845b8; border-radius: 999px; background: #fff; color: #2845b8;
 }
+.welcome {
+  display: flex; flex-direction: column; align-items: center; gap: 8px; margin: 4px 0 14px;
+}
+.welcome-name { margin: 0; font-weight: 600; }
+.greeting {
+  max-width: 90%; padding: 8px 12px; border: 1px solid #e1e3ea; border-radius: 12px;
+  background: #fff;
+}
+.suggestions {
+  display: flex; flex-wrap: wrap; justify-content: center; gap: 6px;
+  margin: 0; padding: 0; list-style: none;
+}
+.suggestion {
+  padding: 6px 12px; border: 1px solid #2845b8; border-radius: 999px; cursor: pointer;
+  background: #fff; color: #2845b8; text-align: left;
+}
+.suggestion:hover { background: #eef1fd; }
 .messages {
   display: flex; flex-direction: column; gap: 8px; margin: 0; padding: 0; list-style: none;
 }
@@ -1138,7 +1834,31 @@ button, textarea, input { font: inherit; color: inherit; }
 .author { font-weight: 600; color: #2b2d35; }
 .via { padding: 0 6px; border-radius: 6px; background: #fff3c4; color: #5a4300; }
 .text { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.text p, .text ul, .text ol, .text pre, .text blockquote { margin: 0 0 6px; }
+.text > :last-child { margin-bottom: 0; }
+.text ul, .text ol { padding-left: 1.4em; }
+.text li > p, .text li > ul, .text li > ol { margin: 0; }
+.text code, .text pre {
+  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9em;
+}
+.text code { padding: 0 4px; border-radius: 4px; background: rgba(40, 45, 70, .08); }
+.text pre {
+  padding: 8px 10px; border-radius: 8px; background: rgba(40, 45, 70, .08);
+  white-space: pre; overflow-x: auto; overflow-wrap: normal;
+}
+.text pre code { padding: 0; background: none; }
+.text blockquote { padding-left: 10px; border-left: 3px solid #a9adbb; color: #51545f; }
+.text a { color: #1f3796; text-decoration: underline; }
 .message[data-retracted="true"] .text { font-style: italic; color: #62656f; }
+.unsent-list:empty { display: none; }
+.unsent-list { margin-top: 8px; }
+.message.unsent { border-style: dashed; border-color: #b3261e; }
+.unsent-line { margin: 4px 0 0; font-size: 13px; color: #8a1111; }
+.retry {
+  padding: 0 8px; border: 1px solid #8a1111; border-radius: 6px; background: transparent;
+  color: #8a1111; cursor: pointer;
+}
+.retry[aria-disabled="true"] { opacity: .6; }
 .notice {
   align-self: center; padding: 2px 10px; border-radius: 999px;
   font-size: 12px; color: #51545f; background: #eceef4;
@@ -1180,8 +1900,17 @@ button, textarea, input { font: inherit; color: inherit; }
   .meta, .message[data-retracted="true"] .text { color: #b4b7c2; }
   .author { color: #eceef4; }
   .notice { background: #2b2d35; color: #c9ccd6; }
+  .greeting { background: #2b2d35; border-color: #3a3d48; color: #eceef4; }
+  .suggestion { background: #23252c; color: #aebfff; border-color: #aebfff; }
+  .suggestion:hover { background: #2b2d35; }
+  .text code, .text pre { background: rgba(255, 255, 255, .08); }
+  .text blockquote { color: #b4b7c2; border-color: #5a5e6b; }
+  .text a { color: #aebfff; }
   .earlier { background: #23252c; color: #aebfff; border-color: #aebfff; }
-  .linking, .link-row input, .link-button { background: #2b2d35; border-color: #3a3d48; }
+  .linking, .confirm, .link-row input, .link-button {
+    background: #2b2d35; border-color: #3a3d48;
+  }
+  .unsent-line, .retry { color: #ffb4ab; border-color: #ffb4ab; }
   .link-text { color: #b4b7c2; }
   .link-text code { background: #23252c; color: #eceef4; }
   .link-button { color: #aebfff; border-color: #aebfff; }

@@ -23,6 +23,12 @@
       # instead of bot_token, to be installed in many workspaces over OAuth (http mode):
       # client_id: SLACK_CONCIERGE_CLIENT_ID
       # client_secret: SLACK_CONCIERGE_CLIENT_SECRET
+    widget:                         # optional: how the web widget shows the role (docs/widget.md)
+      greeting: Hello! I keep notes for you.   # shown to a visitor whose conversation is empty
+      suggestions:                  # at most 3 prompts the visitor can send with one click
+        - remember that my desk is 4B
+      avatar: https://example.com/concierge.png  # an http(s) image URL, or 1-3 initials ("CG");
+                                                 # without it, the display name's initials
 
 Unknown fields are errors (a typo must not be silently ignored).
 """
@@ -31,8 +37,10 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -267,6 +275,71 @@ def _refused(field: str, message: str) -> ValidationError:
     return ValidationError.from_exception_data("SlackApp", [details])
 
 
+MAX_SUGGESTIONS = 3
+_INITIALS = re.compile(r"\S{1,3}")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value.strip()
+
+
+_NotBlank = AfterValidator(_not_blank)
+
+
+class WidgetLook(BaseModel):
+    """How the web widget presents the role to a visitor: a greeting and suggested prompts while
+    the conversation is empty, and an avatar (an image, or initials) beside its name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    greeting: Annotated[str, Field(min_length=1, max_length=1_000), _NotBlank] | None = None
+    """Shown as the role's first words (Markdown, like its messages); never stored."""
+    suggestions: Annotated[
+        tuple[Annotated[str, Field(min_length=1, max_length=200), _NotBlank], ...],
+        Field(max_length=MAX_SUGGESTIONS),
+    ] = ()
+    """Prompts the visitor may send with one click, in this order."""
+    avatar: Annotated[str, Field(min_length=1, max_length=2_000)] | None = None
+    """An http:// or https:// image URL, or 1 to 3 characters shown as initials."""
+
+    @field_validator("suggestions")
+    @classmethod
+    def _suggestions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("each suggestion must differ from the others")
+        return value
+
+    @field_validator("avatar")
+    @classmethod
+    def _avatar(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value.startswith(("http://", "https://")):
+            if not urlsplit(value).hostname or any(c.isspace() or c in "<>\"'" for c in value):
+                raise ValueError("must be an image URL with a host, without spaces or quotes")
+            return value
+        if not _INITIALS.fullmatch(value):
+            raise ValueError(
+                "must be an http:// or https:// image URL, or initials (1 to 3 characters: CG)"
+            )
+        return value
+
+    @property
+    def avatar_url(self) -> str | None:
+        """The avatar's image URL, when the avatar is one (rather than initials)."""
+        avatar = self.avatar
+        return avatar if avatar is not None and avatar.startswith(("http://", "https://")) else None
+
+
+def initials_of(display_name: str) -> str:
+    """Two letters for an avatar without an image: the first letters of the first two words
+    ("Front Desk" → "FD"), or of the one word ("Concierge" → "C")."""
+    words = [word for word in re.split(r"[\s_.-]+", display_name) if word[:1].isalnum()]
+    return "".join(word[0] for word in words[:2]).upper() or display_name[:1].upper() or "?"
+
+
 class Role(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -283,6 +356,7 @@ class Role(BaseModel):
     """Calls of the gateway's tools (MCP, HTTP or in process) one turn may make; the next is
     refused with `tool_budget_spent` and the refusal is noted in the turn's transcript."""
     slack: SlackApp | None = None
+    widget: WidgetLook = Field(default_factory=WidgetLook)
 
     @field_validator("name")
     @classmethod
@@ -297,6 +371,14 @@ class Role(BaseModel):
     @property
     def address(self) -> Address:
         return Address(f"role:{self.name}")
+
+    @property
+    def initials(self) -> str:
+        """What the widget shows for the role when no avatar image is given."""
+        avatar = self.widget.avatar
+        if avatar is not None and self.widget.avatar_url is None:
+            return avatar
+        return initials_of(self.display_name)
 
     @property
     def setting_names(self) -> tuple[str, ...]:
