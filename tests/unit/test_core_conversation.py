@@ -107,3 +107,20 @@ def test_the_prompt_counts_pending_messages_and_opens_a_session_with_the_recent_
     assert prompt.to_json()["recent"][0]["author"] == "person:ann"
     assert "recent" not in prompt_for(plan, role="echo", instructions="", more=False,
                                       opening=False, recent=recent).to_json()  # fmt: skip
+
+
+def test_what_a_turn_answers_is_the_latest_persons_message_that_woke_it() -> None:
+    """`TurnPlan.answers`: the latest unretracted person's message among the news; a turn woken
+    by task news alone answers nobody (what it says is the role's initiative)."""
+    events: list[AnyEvent] = [said(3, ANN), said(4, ANN, retracted=True), said(5, ROLE), note(6)]
+    assert plan_turn(events, role=ROLE, cursor=2).answers == EventId("e3")
+    assert plan_turn([note(6)], role=ROLE, cursor=5).answers is None
+
+
+def test_peek_pending_names_the_seq_of_a_retracted_message_among_what_it_shows() -> None:
+    from core.model.runs.conversation import pending_for
+
+    retraction = Retraction(**_common(4), author=ANN, target=EventId("e3"), reason="typo")
+    older = Retraction(**_common(5), author=ANN, target=EventId("e1"), reason=None)
+    shown = pending_for([said(3, ANN), retraction, older], role=ROLE)
+    assert [e.target_seq for e in shown if e.kind == "retraction"] == [3, None]

@@ -216,5 +216,7 @@ def task_digest(news: Sequence[tuple[Task, TaskEvent]]) -> list[dict[str, Any]]:
 
 
 def pending_for(events: Sequence[AnyEvent], *, role: Address) -> list[PromptEvent]:
-    """`peek_pending`: what arrived during a turn that the agent has not been told yet."""
-    return [PromptEvent.of(e) for e in events if not _own(e, role)]
+    """`peek_pending`: what arrived during a turn that the agent has not been told yet (a
+    retraction of a message among them names the message's `seq`, as a turn's news do)."""
+    seq_of = {e.id: e.seq for e in events}
+    return [PromptEvent.of(e, seq_of=seq_of) for e in events if not _own(e, role)]
