@@ -14,7 +14,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +31,15 @@ from channels.edge.requests import (
     query_int,
     read_object,
     read_query,
+)
+from channels.web.asset import (
+    LONG_CACHE,
+    REVALIDATE,
+    STATIC,
+    WidgetScript,
+    accepts_gzip,
+    load_widget_script,
+    widget_src,
 )
 from channels.web.limits import PostingRate
 from channels.web.present import Frames, Names, widget_event, widget_role, working_frame
@@ -55,7 +63,6 @@ from core.storage.database import Database
 log = logging.getLogger("rolecall.web")
 
 PREFIX = "/widget/v1"
-STATIC = Path(__file__).parent / "static"
 MAX_WIDGET_TEXT = 4_000
 LINK_CODE_TTL = timedelta(minutes=15)
 PING_SECONDS = 15.0
@@ -79,6 +86,8 @@ class WebChannel:
 
 
 WEB_KEY = web.AppKey("web_channel", WebChannel)
+SCRIPT_KEY = web.AppKey("widget_script", WidgetScript)
+"""`widget.js`, read and compressed when the routes are added."""
 REFUSED_ORIGIN = web.RequestKey("widget_refused_origin", str)
 """The page origin this request was refused for (its answer carries CORS headers all the same)."""
 
@@ -109,6 +118,7 @@ def open_streams(app: web.Application) -> int:
 
 def add_routes(app: web.Application, config: WidgetConfig) -> None:
     """Mount the widget on the application; call after the database and host lifecycles."""
+    app[SCRIPT_KEY] = load_widget_script()
     app.cleanup_ctx.append(lambda app: _lifecycle(app, config))
     app.on_shutdown.append(_close_streams)
     app.on_response_prepare.append(_cors)
@@ -194,22 +204,36 @@ async def preflight(request: web.Request) -> web.Response:
 # --- the script and the demo page ---------------------------------------------------------------
 
 
-async def widget_script(request: web.Request) -> web.FileResponse:
-    read_query(request, [])
-    return web.FileResponse(
-        STATIC / "widget.js",
-        headers={
-            "Content-Type": "application/javascript; charset=utf-8",
-            "Cache-Control": "no-cache",
-            "Access-Control-Allow-Origin": "*",
-        },
+async def widget_script(request: web.Request) -> web.Response:
+    """The script, compressed when the browser takes gzip; cached for a year under the running
+    script's versioned URL, revalidated (`ETag`) under any other (`channels.web.asset`)."""
+    params = read_query(request, ["v"])
+    script = request.app[SCRIPT_KEY]
+    compressed = accepts_gzip(request.headers.get("Accept-Encoding", ""))
+    pinned = params.get("v") == script.version
+    headers = {
+        "Cache-Control": LONG_CACHE if pinned else REVALIDATE,
+        "ETag": script.etag(compressed=compressed),
+        "Vary": "Accept-Encoding",
+        "Access-Control-Allow-Origin": "*",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if script.matches(request.headers.get("If-None-Match")):
+        return web.Response(status=304, headers=headers)
+    if compressed:
+        headers["Content-Encoding"] = "gzip"
+    return web.Response(
+        body=script.compressed if compressed else script.plain,
+        headers={**headers, "Content-Type": "application/javascript; charset=utf-8"},
     )
 
 
 async def demo_page(request: web.Request) -> web.Response:
     read_query(request, [])
     page = (STATIC / "index.html").read_text(encoding="utf-8")
-    page = page.replace("{{BASE_URL}}", request.app[WEB_KEY].base_url)
+    base_url = request.app[WEB_KEY].base_url
+    page = page.replace("{{WIDGET_SRC}}", f"{base_url}/widget.js")  # what a site pastes
+    page = page.replace("{{WIDGET_PATH}}", widget_src(""))
     return web.Response(text=page, content_type="text/html", charset="utf-8")
 
 

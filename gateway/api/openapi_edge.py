@@ -175,7 +175,14 @@ def _widget() -> dict[str, Any]:
                 "The widget's script, for any page to embed",
                 tag="widget",
                 security=OPEN,
-                answers={200: _text("application/javascript", "the script")},
+                description="gzip-compressed when the request accepts it. With `v` the running "
+                "script's version (the banner's and the demo page's URL), cached for a year "
+                "(`immutable`); otherwise revalidated with its `ETag` (`no-cache`).",
+                parameters=[query("v", STRING, "the script's version, a hash of its content")],
+                answers={
+                    200: _text("application/javascript", "the script"),
+                    304: {"description": "the browser's copy (`If-None-Match`) is current"},
+                },
             ),
         ),
         f"{prefix}/sessions": path(

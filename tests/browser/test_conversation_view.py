@@ -123,6 +123,7 @@ async def test_a_narrow_phone_screen_gets_the_whole_width(
     }
     page = await open_page(gateway.url + "/", **phone)
     widget = Widget(page, "Concierge")
+    widget.panel = page.get_by_role("dialog", name="Chat with Concierge")  # modal on a phone
     await expect(widget.panel).to_be_visible()
     box = await widget.panel.bounding_box()
     assert box is not None

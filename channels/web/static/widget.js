@@ -4,8 +4,24 @@
  *   <script src="https://gateway.example.com/widget.js" data-role="concierge" async></script>
  *
  * Optional attributes: data-site (default "default"), data-user-token (an HS256 JWT the host site
- * signs for its signed-in user), data-open="true" (show the panel at once). The gateway is the
- * origin of the script's src. The contract with the gateway is docs/widget.md.
+ * signs for its signed-in user), data-open="true" (show the panel at once), and the look:
+ * data-accent (a CSS colour), data-position ("right" or "left"), data-launcher-text,
+ * data-theme ("auto", "light" or "dark"). The gateway is the origin of the script's src. The
+ * contract with the gateway is docs/widget.md.
+ *
+ * The page drives it with window.Rolecall: open(), close(), identify(token) (a signed user, as
+ * data-user-token; null: an anonymous visitor again), on("message" | "open" | "close", fn) (the
+ * answer unsubscribes). A message listener is called with each new message the panel shows
+ * (not the history it loads): {role, id, author, author_name, mine, text, at}. With several
+ * widgets on a page, open, close and on take a role's name as a last argument to reach one.
+ * window dispatches "rolecall:ready" once the API is there.
+ *
+ * Layout: the open panel takes the launcher's corner, the launcher hidden under it (and out of
+ * the Tab order) until the panel closes. On a
+ * phone-sized screen (480 px wide or less) the panel is the whole screen and a modal dialog:
+ * Tab and Shift+Tab go round inside it, Escape closes it and focus goes back to the launcher.
+ *
+ * Days: a separator ("Today", "Yesterday", or the local date) heads each day's first message.
  *
  * How it keeps the conversation exact:
  *   - every event has a per-conversation `seq`; an event is rendered at most once (`shown`), in
@@ -79,7 +95,32 @@
       site: (data.site || "default").trim(),
       userToken: (data.userToken || "").trim() || null,
       open: data.open === "true",
+      accent: validColour((data.accent || "").trim()),
+      position: data.position === "left" ? "left" : "right",
+      launcherText: (data.launcherText || "").trim().slice(0, 60) || null,
+      theme: ["light", "dark"].includes(data.theme) ? data.theme : "auto",
     };
+  }
+
+  function validColour(value) {
+    if (!value) return null;
+    if (window.CSS && CSS.supports("color", value)) return value;
+    console.error(`rolecall widget: data-accent=${JSON.stringify(value)} is not a CSS colour`);
+    return null;
+  }
+
+  /** White or near-black, whichever reads better on `colour` (its relative luminance). */
+  function textOn(colour) {
+    const probe = document.createElement("canvas").getContext("2d");
+    if (!probe) return "#fff";
+    probe.fillStyle = colour;
+    probe.fillRect(0, 0, 1, 1);
+    const [r, g, b] = Array.from(probe.getImageData(0, 0, 1, 1).data.slice(0, 3), (value) => {
+      const c = value / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    return (luminance + 0.05) / 0.0616 > 1.05 / (luminance + 0.05) ? "#1c1d22" : "#fff";
   }
 
   // --- talking to the gateway --------------------------------------------------------------------
@@ -254,6 +295,12 @@
   const host = document.createElement("rolecall-widget");
   host.style.setProperty("display", "contents", "important");
   host.setAttribute("data-role", config.role);
+  host.setAttribute("data-position", config.position);
+  host.setAttribute("data-theme", config.theme);
+  if (config.accent) {
+    host.style.setProperty("--rolecall-accent", config.accent);
+    host.style.setProperty("--rolecall-on-accent", textOn(config.accent));
+  }
   const root = host.attachShadow({ mode: "open" });
 
   const ui = buildPanel();
@@ -480,7 +527,8 @@
     ui.panel.setAttribute("aria-label", `Chat with ${name}`);
     ui.label.textContent = `Message ${name}`;
     ui.working.textContent = `${name} is working…`;
-    ui.launcherText.textContent = `Chat with ${name}`; // aria-expanded says whether it is open
+    // aria-expanded says whether it is open
+    ui.launcherText.textContent = config.launcherText || `Chat with ${name}`;
     showUnread();
   }
 
@@ -560,7 +608,8 @@
     ui.badge.hidden = count === 0;
     if (count) {
       const unread = `${count} new message${count === 1 ? "" : "s"}`;
-      ui.launcher.setAttribute("aria-label", `Chat with ${name}, ${unread}`);
+      const label = config.launcherText || `Chat with ${name}`;
+      ui.launcher.setAttribute("aria-label", `${label}, ${unread}`);
     } else {
       ui.launcher.removeAttribute("aria-label");
     }
@@ -609,17 +658,80 @@
   }
 
   function setOpen(open, { focus = false } = {}) {
+    const was = isOpen();
+    // Focus was in the panel: it goes back to the launcher, or it would be lost with the panel.
+    const inside = ui.panel.contains(root.activeElement);
     ui.panel.hidden = !open;
     ui.launcher.setAttribute("aria-expanded", String(open));
+    // Under the open panel, out of the Tab order (and still what says whether the panel is open).
+    if (open) ui.launcher.setAttribute("tabindex", "-1");
+    else ui.launcher.removeAttribute("tabindex");
     if (open) state.unread = 0; // seen now
     showRole(state.session && state.session.role);
     if (open) {
       start(); // the widget costs the gateway nothing until it is first opened
-      if (focus) ui.text.focus();
+      // A modal dialog takes focus when it opens, however it was opened.
+      if (focus || (isPhone() && !was)) ui.text.focus();
       scrollToEnd();
-    } else if (focus) {
+    } else if (focus || inside) {
       ui.launcher.focus();
     }
+    if (open !== was) emit(open ? "open" : "close", {});
+  }
+
+  // --- a phone: the panel is a modal dialog --------------------------------------------------------
+
+  const phone = window.matchMedia("(max-width: 480px)");
+
+  function isPhone() {
+    return phone.matches;
+  }
+
+  /** A region beside the page, or (on a phone, where it covers the page) a modal dialog. */
+  function showLayout() {
+    if (isPhone()) {
+      ui.panel.setAttribute("role", "dialog");
+      ui.panel.setAttribute("aria-modal", "true");
+    } else {
+      ui.panel.setAttribute("role", "region");
+      ui.panel.removeAttribute("aria-modal");
+    }
+  }
+
+  /** What Tab reaches in the panel now, in order. */
+  function focusable() {
+    const candidates = ui.panel.querySelectorAll(
+      "button, textarea, input, a[href], [tabindex]:not([tabindex='-1'])"
+    );
+    return Array.from(candidates).filter(
+      (node) => !node.disabled && node.getClientRects().length > 0
+    );
+  }
+
+  /** Tab from the last stop goes to the first, Shift+Tab from the first to the last. */
+  function trapTab(event) {
+    if (event.key !== "Tab" || !isPhone() || !isOpen()) return;
+    const stops = focusable();
+    if (!stops.length) return;
+    const first = stops[0];
+    const last = stops[stops.length - 1];
+    const active = root.activeElement;
+    if (!ui.panel.contains(active)) {
+      event.preventDefault();
+      (event.shiftKey ? last : first).focus();
+    } else if (event.shiftKey && active === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && active === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  }
+
+  /** Focus that reaches the page behind an open dialog (a click, a script) comes back. */
+  function keepFocusInside(event) {
+    if (!isPhone() || !isOpen() || event.target === host) return;
+    ui.text.focus();
   }
 
   // --- Markdown, safely --------------------------------------------------------------------------
@@ -1002,6 +1114,7 @@
       "data-seq": event.seq,
       "data-id": event.id,
       "data-author": event.author,
+      "data-at": event.at,
     });
     const meta = el("p", { class: "meta" });
     const author = event.mine ? "You" : event.author_name || event.author;
@@ -1019,7 +1132,56 @@
   function renderNotice(event) {
     const text = event.fresh ? "Started fresh" : event.text || "";
     const fresh = Boolean(event.fresh);
-    return el("li", { class: "notice", "data-seq": event.seq, "data-fresh": fresh }, text);
+    const attributes = { class: "notice", "data-seq": event.seq, "data-fresh": fresh };
+    return el("li", { ...attributes, "data-at": event.at }, text);
+  }
+
+  // --- days --------------------------------------------------------------------------------------
+
+  /** The local calendar day of `date`, as YYYY-MM-DD. */
+  function localDay(date) {
+    const pad = (number) => String(number).padStart(2, "0");
+    return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+  }
+
+  function dayLabel(date, now = new Date()) {
+    const midnight = (day) => new Date(day.getFullYear(), day.getMonth(), day.getDate());
+    const days = Math.round((midnight(now) - midnight(date)) / 86400000);
+    if (days === 0) return "Today";
+    if (days === 1) return "Yesterday";
+    const options = { weekday: "long", day: "numeric", month: "long" };
+    if (date.getFullYear() !== now.getFullYear()) options.year = "numeric";
+    return date.toLocaleDateString(undefined, options);
+  }
+
+  /**
+   * A separator right before each shown item that starts a day. Separators that still stand are
+   * kept as they are (the log is a live region: what is re-inserted is read out again).
+   */
+  function showDays() {
+    const standing = new Set();
+    let previous = null;
+    for (const item of Array.from(ui.list.children)) {
+      if (item.classList.contains("day") || item.hidden || !item.dataset.at) continue;
+      const date = new Date(item.dataset.at);
+      if (Number.isNaN(date.getTime())) continue;
+      const day = localDay(date);
+      if (day !== previous) {
+        let separator = item.previousElementSibling;
+        if (!separator || separator.dataset.day !== day) {
+          separator = el("li", { class: "day", "data-day": day });
+          separator.append(el("time", { datetime: day }));
+          ui.list.insertBefore(separator, item);
+        }
+        const label = dayLabel(date);
+        if (separator.firstChild.textContent !== label) separator.firstChild.textContent = label;
+        standing.add(separator);
+      }
+      previous = day;
+    }
+    for (const separator of ui.list.querySelectorAll(":scope > li.day")) {
+      if (!standing.has(separator)) separator.remove();
+    }
   }
 
   function markRetracted(item) {
@@ -1088,6 +1250,7 @@
     insertInOrder(item, rank, event.seq);
     if (event.kind === "system" && event.fresh && rank === 0) archiveBefore(event);
     else item.hidden = isArchived(rank, event.seq);
+    showDays();
     updateWelcome();
     return true;
   }
@@ -1118,6 +1281,7 @@
     }
     state.earlier = state.earlier || hid;
     ui.earlier.hidden = !state.earlier;
+    showDays();
     updateWelcome();
   }
 
@@ -1222,6 +1386,7 @@
         revealed = revealed || item.hidden;
         item.hidden = false;
       }
+      showDays();
     });
     const known = state.shown.size;
     await loadOlder();
@@ -1264,7 +1429,10 @@
       if (!event) return;
       const follow = nearEnd();
       state.cursor = Math.max(state.cursor, event.seq);
-      if (addEvent(event)) countUnread(event);
+      if (addEvent(event)) {
+        countUnread(event);
+        told(event);
+      }
       if (follow) scrollToEnd();
     });
     source.addEventListener("working", (message) => {
@@ -1385,7 +1553,7 @@
       const value = ui.text.value; // keep whatever was typed while it was on its way
       ui.text.value = value.startsWith(text) ? value.slice(text.length).trimStart() : value;
       clearError();
-      addEvent(answer.event);
+      if (addEvent(answer.event)) told(answer.event);
       scrollToEnd();
     } catch (error) {
       if (!failedOnTheWay(error)) {
@@ -1437,7 +1605,7 @@
       const answer = await authorized("POST", "/widget/v1/messages", { text });
       dropUnsent(item);
       clearError();
-      addEvent(answer.event);
+      if (addEvent(answer.event)) told(answer.event);
       scrollToEnd();
       setStatus("Sent");
     } catch (error) {
@@ -1614,6 +1782,95 @@
     });
   }
 
+  // --- the page's API: window.Rolecall ------------------------------------------------------------
+
+  const EVENTS = ["message", "open", "close"];
+
+  /** The API every widget on the page shares: the first one to run makes it. */
+  function sharedApi() {
+    const existing = window.Rolecall;
+    if (existing && existing.widgets instanceof Map) return existing;
+    const widgets = new Map(); // role → this page's widget for it
+    const listeners = new Set(); // {name, fn, role}
+    const pick = (role) =>
+      role === undefined ? Array.from(widgets.values()) : [widgets.get(role)].filter(Boolean);
+    const api = {
+      widgets,
+      listeners,
+      open: (role) => pick(role).forEach((widget) => widget.open()),
+      close: (role) => pick(role).forEach((widget) => widget.close()),
+      identify: (token, role) =>
+        Promise.all(pick(role).map((widget) => widget.identify(token))).then(() => undefined),
+      on(name, fn, role) {
+        if (!EVENTS.includes(name)) {
+          throw new TypeError(`Rolecall.on: no event ${JSON.stringify(name)}; ${EVENTS.join(", ")}`);
+        }
+        if (typeof fn !== "function") throw new TypeError("Rolecall.on: the listener is a function");
+        const listener = { name, fn, role };
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    Object.defineProperties(api, {
+      widgets: { enumerable: false },
+      listeners: { enumerable: false },
+    });
+    window.Rolecall = Object.freeze(api);
+    return window.Rolecall;
+  }
+
+  const api = sharedApi();
+
+  /** Call the page's listeners of `name`; one that throws does not stop the others. */
+  function emit(name, detail) {
+    for (const listener of Array.from(api.listeners)) {
+      if (listener.name !== name || (listener.role && listener.role !== config.role)) continue;
+      try {
+        listener.fn({ role: config.role, ...detail });
+      } catch (error) {
+        console.error(`rolecall widget: a "${name}" listener failed`, error);
+      }
+    }
+  }
+
+  /** A new message shown: the page's message listeners hear of it. */
+  function told(event) {
+    if (event.kind !== "message") return;
+    const { id, author, author_name: authorName, mine, text, at } = event;
+    emit("message", { id, author, author_name: authorName, mine, text, at });
+  }
+
+  /**
+   * A signed user from now on (the host page's token, as data-user-token takes), or with null an
+   * anonymous visitor again; the panel shows their conversation. Before the panel first opens it
+   * only changes who the widget starts as. Rejects when the gateway refuses the token (the panel
+   * says why, and stays as it was).
+   */
+  async function identify(token) {
+    if (token !== null && token !== undefined && typeof token !== "string") {
+      throw new TypeError("Rolecall.identify: the token is a string (or null)");
+    }
+    config.userToken = (token || "").trim() || null;
+    if (!state.started) return;
+    await state.starting;
+    if (!state.session) return; // starting failed; the next start uses this token
+    try {
+      await openSession();
+    } catch (error) {
+      showError(error);
+      throw error;
+    }
+    clearError();
+  }
+
+  function publish() {
+    api.widgets.set(config.role, {
+      open: () => setOpen(true),
+      close: () => setOpen(false),
+      identify,
+    });
+  }
+
   /** Session, newest history, stream: once, when the panel first opens. */
   function start() {
     if (!state.started) {
@@ -1643,6 +1900,9 @@
   }
 
   function wire() {
+    ui.panel.addEventListener("keydown", trapTab);
+    document.addEventListener("focusin", keepFocusInside);
+    phone.addEventListener("change", showLayout);
     ui.launcher.addEventListener("click", () => setOpen(!isOpen(), { focus: true }));
     ui.close.addEventListener("click", () => setOpen(false, { focus: true }));
     ui.panel.addEventListener("keydown", (event) => {
@@ -1691,8 +1951,11 @@
   function mount() {
     document.body.append(host);
     wire();
+    showLayout();
     showRole(null);
+    publish();
     setOpen(config.open);
+    window.dispatchEvent(new CustomEvent("rolecall:ready", { detail: { role: config.role } }));
   }
 
   // The styles live in the shadow root: the host page's CSS cannot reach in, nor this out.
@@ -1709,15 +1972,25 @@ button, textarea, input { font: inherit; color: inherit; }
 :focus-visible { outline: 3px solid #f5b400; outline-offset: 2px; }
 
 .launcher, .panel {
+  --accent: var(--rolecall-accent, #2845b8);
+  --on-accent: var(--rolecall-on-accent, #fff);
+  --accent-strong: color-mix(in srgb, var(--accent) 78%, #000);
+  --accent-ink: color-mix(in srgb, var(--accent) 82%, #000);
+  --accent-soft: color-mix(in srgb, var(--accent) 12%, #fff);
   font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   color: #1c1d22; z-index: 2147483000;
 }
 .launcher {
   position: fixed; right: 20px; bottom: 20px; padding: 12px 18px;
-  border: 0; border-radius: 999px; background: #2845b8; color: #fff;
+  border: 0; border-radius: 999px; background: var(--accent); color: var(--on-accent);
   font-weight: 600; cursor: pointer; box-shadow: 0 4px 14px rgba(20, 30, 80, .3);
 }
-.launcher:hover { background: #1f3796; }
+.launcher:hover { background: var(--accent-strong); }
+:host([data-position="left"]) .launcher, :host([data-position="left"]) .panel {
+  right: auto; left: 20px;
+}
+/* The open panel takes the launcher's corner, over it; Close chat (and Escape) closes it. */
+.panel { z-index: 2147483001; }
 .launcher { display: inline-flex; align-items: center; gap: 8px; }
 .badge {
   min-width: 22px; height: 22px; padding: 0 6px; border-radius: 999px;
@@ -1726,20 +1999,23 @@ button, textarea, input { font: inherit; color: inherit; }
 .avatar {
   flex: none; display: inline-flex; align-items: center; justify-content: center;
   width: 28px; height: 28px; border-radius: 50%; overflow: hidden;
-  background: rgba(255, 255, 255, .22); color: #fff; font-size: 12px; font-weight: 700;
+  background: rgba(255, 255, 255, .22); color: var(--on-accent); font-size: 12px;
+  font-weight: 700;
 }
 .avatar img { width: 100%; height: 100%; object-fit: cover; }
-.avatar.large { width: 56px; height: 56px; font-size: 20px; background: #2845b8; }
+.avatar.large {
+  width: 56px; height: 56px; font-size: 20px; background: var(--accent); color: var(--on-accent);
+}
 .panel {
-  position: fixed; right: 20px; bottom: 80px; display: flex; flex-direction: column;
-  width: 380px; max-width: calc(100vw - 40px); height: min(600px, calc(100vh - 100px));
+  position: fixed; right: 20px; bottom: 20px; display: flex; flex-direction: column;
+  width: 380px; max-width: calc(100vw - 40px); height: min(640px, calc(100vh - 40px));
   background: #fff; border: 1px solid #d6d8e0; border-radius: 14px; overflow: hidden;
   box-shadow: 0 10px 40px rgba(20, 30, 80, .25);
 }
 
 .header {
   display: flex; align-items: center; gap: 8px; padding: 10px 12px;
-  background: #2845b8; color: #fff;
+  background: var(--accent); color: var(--on-accent);
 }
 .title {
   flex: 1; margin: 0; font-size: 16px; font-weight: 600;
@@ -1747,12 +2023,13 @@ button, textarea, input { font: inherit; color: inherit; }
 }
 .header button {
   padding: 4px 10px; border: 1px solid rgba(255, 255, 255, .6); border-radius: 8px;
-  background: transparent; color: #fff; cursor: pointer;
+  border-color: color-mix(in srgb, var(--on-accent) 60%, transparent);
+  background: transparent; color: var(--on-accent); cursor: pointer;
 }
 .header button:hover { background: rgba(255, 255, 255, .15); }
 .header .close { padding: 2px 10px 4px; font-size: 20px; line-height: 1; }
 .header .link-toggle[aria-expanded="true"], .header .fresh[aria-expanded="true"] {
-  background: #fff; color: #2845b8;
+  background: var(--on-accent); color: var(--accent);
 }
 
 .linking {
@@ -1782,10 +2059,10 @@ button, textarea, input { font: inherit; color: inherit; }
 }
 .link-row input[aria-invalid="true"] { border-color: #b3261e; }
 .link-button {
-  min-height: 40px; padding: 0 14px; border: 1px solid #2845b8; border-radius: 10px;
-  background: #fff; color: #2845b8; font-weight: 600; cursor: pointer;
+  min-height: 40px; padding: 0 14px; border: 1px solid var(--accent); border-radius: 10px;
+  background: #fff; color: var(--accent-ink); font-weight: 600; cursor: pointer;
 }
-.link-button.primary { background: #2845b8; color: #fff; }
+.link-button.primary { background: var(--accent); color: var(--on-accent); }
 .link-button[aria-disabled="true"] { opacity: .6; }
 .link-copied { margin: 0 0 4px; }
 .confirm {
@@ -1799,7 +2076,8 @@ button, textarea, input { font: inherit; color: inherit; }
 }
 .earlier {
   display: block; margin: 0 auto 10px; padding: 6px 14px; cursor: pointer;
-  border: 1px solid #2845b8; border-radius: 999px; background: #fff; color: #2845b8;
+  border: 1px solid var(--accent); border-radius: 999px; background: #fff;
+  color: var(--accent-ink);
 }
 .welcome {
   display: flex; flex-direction: column; align-items: center; gap: 8px; margin: 4px 0 14px;
@@ -1814,10 +2092,10 @@ button, textarea, input { font: inherit; color: inherit; }
   margin: 0; padding: 0; list-style: none;
 }
 .suggestion {
-  padding: 6px 12px; border: 1px solid #2845b8; border-radius: 999px; cursor: pointer;
-  background: #fff; color: #2845b8; text-align: left;
+  padding: 6px 12px; border: 1px solid var(--accent); border-radius: 999px; cursor: pointer;
+  background: #fff; color: var(--accent-ink); text-align: left;
 }
-.suggestion:hover { background: #eef1fd; }
+.suggestion:hover { background: var(--accent-soft); }
 .messages {
   display: flex; flex-direction: column; gap: 8px; margin: 0; padding: 0; list-style: none;
 }
@@ -1825,7 +2103,10 @@ button, textarea, input { font: inherit; color: inherit; }
   max-width: 85%; padding: 8px 12px;
   border: 1px solid #e1e3ea; border-radius: 12px; background: #fff;
 }
-.message.mine { align-self: flex-end; background: #e3e9ff; border-color: #c9d4fb; }
+.message.mine {
+  align-self: flex-end; background: var(--accent-soft);
+  border-color: color-mix(in srgb, var(--accent) 25%, #fff);
+}
 .message.theirs { align-self: flex-start; }
 .meta {
   display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px; margin: 0 0 2px;
@@ -1848,7 +2129,7 @@ button, textarea, input { font: inherit; color: inherit; }
 }
 .text pre code { padding: 0; background: none; }
 .text blockquote { padding-left: 10px; border-left: 3px solid #a9adbb; color: #51545f; }
-.text a { color: #1f3796; text-decoration: underline; }
+.text a { color: var(--accent-strong); text-decoration: underline; }
 .message[data-retracted="true"] .text { font-style: italic; color: #62656f; }
 .unsent-list:empty { display: none; }
 .unsent-list { margin-top: 8px; }
@@ -1859,6 +2140,9 @@ button, textarea, input { font: inherit; color: inherit; }
   color: #8a1111; cursor: pointer;
 }
 .retry[aria-disabled="true"] { opacity: .6; }
+.day {
+  align-self: center; margin: 4px 0 0; font-size: 12px; font-weight: 600; color: #51545f;
+}
 .notice {
   align-self: center; padding: 2px 10px; border-radius: 999px;
   font-size: 12px; color: #51545f; background: #eceef4;
@@ -1876,21 +2160,30 @@ button, textarea, input { font: inherit; color: inherit; }
   flex: 1; min-height: 44px; max-height: 140px; resize: vertical; padding: 8px 10px;
   border: 1px solid #a9adbb; border-radius: 10px; background: #fff;
 }
-.composer textarea:focus { border-color: #2845b8; }
+.composer textarea:focus { border-color: var(--accent); }
 .send {
   align-self: flex-end; min-height: 44px; padding: 0 16px; border: 0; border-radius: 10px;
-  background: #2845b8; color: #fff; font-weight: 600; cursor: pointer;
+  background: var(--accent); color: var(--on-accent); font-weight: 600; cursor: pointer;
 }
 .send[aria-disabled="true"] { opacity: .6; }
 
-/* A phone: the open panel is the whole screen, and the launcher would only cover it. */
+/* A phone: the open panel is the whole screen (a modal dialog). */
 @media (max-width: 480px) {
-  .panel {
+  .panel, :host([data-position="left"]) .panel {
     inset: 0; width: 100%; max-width: none; height: 100%; border: 0; border-radius: 0;
   }
   .launcher[aria-expanded="true"] { display: none; }
 }
+${darkRules(':host([data-theme="dark"])')}
 @media (prefers-color-scheme: dark) {
+${darkRules(':host([data-theme="auto"])')}
+}
+`;
+  }
+
+  /** The dark scheme's rules, each selector under `scope` (the host's data-theme). */
+  function darkRules(scope) {
+    const rules = `
   .panel { background: #1c1d22; color: #eceef4; border-color: #3a3d48; }
   .log, .working { background: #23252c; color: #c9ccd6; }
   .message, .composer, .composer textarea {
@@ -1900,6 +2193,7 @@ button, textarea, input { font: inherit; color: inherit; }
   .meta, .message[data-retracted="true"] .text { color: #b4b7c2; }
   .author { color: #eceef4; }
   .notice { background: #2b2d35; color: #c9ccd6; }
+  .day { color: #b4b7c2; }
   .greeting { background: #2b2d35; border-color: #3a3d48; color: #eceef4; }
   .suggestion { background: #23252c; color: #aebfff; border-color: #aebfff; }
   .suggestion:hover { background: #2b2d35; }
@@ -1914,9 +2208,14 @@ button, textarea, input { font: inherit; color: inherit; }
   .link-text { color: #b4b7c2; }
   .link-text code { background: #23252c; color: #eceef4; }
   .link-button { color: #aebfff; border-color: #aebfff; }
-  .link-button.primary { background: #2845b8; color: #fff; border-color: #2845b8; }
-}
+  .link-button.primary {
+    background: var(--accent); color: var(--on-accent); border-color: var(--accent);
+  }
 `;
+    return rules.replace(/^( *)([^{}\n]+?)\s*\{/gm, (_, indent, selectors) => {
+      const scoped = selectors.split(",").map((selector) => `${scope} ${selector.trim()}`);
+      return `${indent}${scoped.join(", ")} {`;
+    });
   }
 
   if (document.body) mount();
