@@ -1,6 +1,6 @@
 """`widget.js` as the gateway serves it: read and compressed once, named by its content.
 
-The script has two URLs (docs/widget.md, "Caching"):
+The script has two URLs (docs/widget.md, "The script's URLs and caching"):
 
 - `/widget.js?v=<version>`, where `version` is a hash of the script's content: what that URL
   answers never changes, so browsers and proxies keep it for a year (`immutable`);
