@@ -1,10 +1,11 @@
-"""The README's walkthrough runs as written: a fresh copy of the checkout (the files a clone of
-it would hold — what git tracks and what it would add — and nothing else: no virtualenv, no
-`var/`), `make run` in it, then every `$ ` command of the walkthrough's console blocks pasted
-into one shell in that copy, in order. What each command prints must be what the README shows,
-once ids, times and durations are masked (they differ from run to run) and runs of spaces are
-one. The one liberty taken: the gateway listens on a free port rather than on 8080, and the
-commands are told so (`ROLECALL_URL`, and the URL in `curl` lines)."""
+"""The README's walkthrough runs as written: a fresh `git clone` of the checkout (or, while changes
+are uncommitted, the files a clone of the working tree would hold — what git tracks and what it
+would add — and nothing else: no virtualenv, no `var/`), `make run` in it, then every `$ `
+command of the walkthrough's console blocks pasted into one shell in that copy, in order. What
+each command prints must be what the README shows, once ids, times and durations are masked
+(they differ from run to run) and runs of spaces are one. The one liberty taken: the gateway
+listens on a free port rather than on 8080, and the commands are told so (`ROLECALL_URL`, and
+the URL in `curl` lines)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,16 @@ def masked(text: str) -> str:
 
 
 def _fresh_copy(into: Path) -> None:
-    """The files of the checkout a clone would hold (tracked, or new and not ignored)."""
+    """A `git clone` of the checkout when nothing in it is uncommitted (as in CI); else the files
+    a clone of the working tree would hold (tracked, or new and not ignored), so that what is
+    being changed is what is tested."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    if not status.strip():
+        into.rmdir()
+        subprocess.run(["git", "clone", "--quiet", str(REPO), str(into)], check=True)
+        return
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
