@@ -76,7 +76,9 @@ def gateway_env(
 ) -> dict[str, str]:
     """The environment for `rolecall serve` under a benchmark: its own var dir and port, warning
     logs, and its own roles directory — an empty one unless given, so no role answers (the
-    default, manifests/roles, would bring the demo concierge into every thread with role:concierge).
+    default, manifests/roles, would bring the demo concierge into every thread with role:concierge);
+    conversations with roles it does not serve are accepted (`ROLECALL_ALLOW_UNSERVED_ROLES`), as
+    the workloads that measure the thread model alone talk to a role nobody answers for.
     """
     if roles_dir is None:
         roles_dir = workdir / "no-roles"
@@ -88,6 +90,7 @@ def gateway_env(
         "ROLECALL_API_TOKEN": token,
         "ROLECALL_ROLES_DIR": str(roles_dir),
         "ROLECALL_LOG_LEVEL": "warning",
+        "ROLECALL_ALLOW_UNSERVED_ROLES": "true",
     }
 
 
