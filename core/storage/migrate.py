@@ -28,6 +28,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, make_url, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -48,11 +49,28 @@ _UNLOCK = text("SELECT pg_advisory_unlock(:classid, :objid)")
 _KEY = {"classid": MIGRATION_LOCK[0], "objid": MIGRATION_LOCK[1]}
 
 
-def _config(connection: Connection) -> Config:
+def _config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
+    if connection is not None:
+        config.attributes["connection"] = connection
     return config
+
+
+def newest_revision() -> str:
+    """The newest schema revision this version of the gateway knows."""
+    return ScriptDirectory.from_config(_config()).get_current_head() or "base"
+
+
+async def current_revision(url: str) -> str | None:
+    """The schema revision of the database at `url` (None: it has no schema yet), read without
+    changing it (`rolecall doctor`)."""
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            return await connection.run_sync(_revision)
+    finally:
+        await engine.dispose()
 
 
 def _revision(connection: Connection) -> str | None:

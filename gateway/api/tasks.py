@@ -51,11 +51,6 @@ def _person(raw: object) -> Address:
     return address
 
 
-def _assignee(request: web.Request, raw: object) -> str | None:
-    name = parse_assignee(raw)
-    return request.app[ROSTER_KEY].check(name) if name is not None else None
-
-
 @routes.post("/api/v1/tasks")
 async def create_task(request: web.Request) -> web.Response:
     body = await read_object(
@@ -65,7 +60,7 @@ async def create_task(request: web.Request) -> web.Response:
     task, event = await request.app[DATABASE_KEY].tasks.create(
         title=field(body, "title", check_title),
         body=field(body, "body", check_body),
-        assignee=field(body, "assignee", lambda raw: _assignee(request, raw)),
+        assignee=field(body, "assignee", request.app[ROSTER_KEY].assignee),
         external=field(body, "external", parse_external),
         actor=Actor.person(author),
     )
@@ -110,7 +105,7 @@ async def update_task(request: web.Request) -> web.Response:
         title=field(body, "title", check_title) if "title" in body else None,
         body=field(body, "body", check_body) if "body" in body else None,
         status=field(body, "status", parse_status) if "status" in body else None,
-        assignee=(field(body, "assignee", lambda raw: _assignee(request, raw)) or "")
+        assignee=(field(body, "assignee", request.app[ROSTER_KEY].assignee) or "")
         if "assignee" in body
         else None,
     )

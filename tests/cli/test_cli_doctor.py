@@ -49,10 +49,8 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
 
 @pytest.fixture
 async def model() -> AsyncIterator[FakeOpenAI]:
-    fake = FakeOpenAI()
-    await fake.start()
-    yield fake
-    await fake.close()
+    async with FakeOpenAI() as fake:
+        yield fake
 
 
 async def test_each_kind_of_agent_is_reached_and_said_to_answer(

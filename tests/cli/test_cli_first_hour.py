@@ -14,8 +14,6 @@ import re
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +29,7 @@ from tests.cli.conftest import (
     TOKEN,
     Cli,
     Result,
+    _healthy,
     clean_env,
 )
 from tests.serving import free_port
@@ -101,14 +100,6 @@ def test_every_positional_argument_has_help_text(
 
 
 # -- serve --host / --port -----------------------------------------------------------------------
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/healthz", timeout=2) as answer:
-            return bool(answer.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def test_serve_host_and_port_options_take_the_place_of_the_settings(tmp_path: Path) -> None:

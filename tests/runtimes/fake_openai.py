@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible chat-completions server on loopback, scripted per test.
 
     fake = FakeOpenAI()
-    base_url = await fake.start()          # http://127.0.0.1:<port>/v1
+    base_url = await fake.start()          # http://127.0.0.1:<port>/v1 (`async with` starts it too)
     fake.script(call("store", {...}), say("Done."))
     ...
     fake.requests                          # every request: its JSON body and headers
@@ -110,6 +110,13 @@ class FakeOpenAI:
 
     async def close(self) -> None:
         await self._serving.aclose()
+
+    async def __aenter__(self) -> FakeOpenAI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
     def script(self, *answers: Answer) -> None:
         self._script.extend(answers)

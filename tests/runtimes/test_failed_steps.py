@@ -89,12 +89,8 @@ async def _memory(api: Api, role: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def model() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    try:
+    async with FakeOpenAI() as server:
         yield server
-    finally:
-        await server.close()
 
 
 def model_role(fake: FakeOpenAI, **runtime: Any) -> Role:

@@ -4,7 +4,7 @@ and the note that ends a failed or cancelled attempt's steps, in its stored shap
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -15,32 +15,21 @@ from core.engine.host.transcript import AttemptEnded, Transcript
 from core.engine.runtimes.base import AgentError, Prompt, Step, ToolCall, TurnTools, Update
 from core.engine.tools import ToolBudget
 from core.model.runs.run import TurnCause, TurnOutcome
+from tests.unit.test_host_transcript import _Scripted
 
 AT = datetime(2026, 12, 1, 12, tzinfo=UTC)
 PROMPT = Prompt(role="worker", instructions="", news=(), pending=0)
 
 
-class _Breaking:
+class _Breaking(_Scripted):
     """A session that streams its updates, then raises (as a runtime signals a failed turn)."""
 
     id = "breaking"
 
-    def __init__(self, *updates: Update) -> None:
-        self._updates = updates
-
     async def prompt(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
-        for update in self._updates:
+        async for update in super().prompt(prompt, tools):
             yield update
         raise AgentError("broke")
-
-    async def cancel(self) -> None:
-        pass
-
-    def snapshot(self) -> Mapping[str, Any]:
-        return {}
-
-    async def close(self) -> None:
-        pass
 
 
 async def test_an_attempt_that_raises_keeps_its_steps_mended_and_closed_with_its_notes() -> None:

@@ -83,15 +83,17 @@ class ConversationTurn:
             recent=given.recent.events if given.recent else (),
             subscribed=given.subscribed,
         )
+        self._answers = plan.answers
+        """The person's message the turn's messages answer (None: the role's initiative)."""
         self.tools = RunTools(
-            database, given.run, read_to=plan.cursor_to, roster=roster, answering=plan.answers
+            database, given.run, read_to=plan.cursor_to, roster=roster, answering=self._answers
         )
 
     def working(self, working: bool) -> None:
         self._activity(self._thread_id, self._role.name, working)
 
     def draft(self, kind: DraftKind, text: str) -> None:
-        initiative = self._plan.answers is None
+        initiative = self._answers is None
         self._drafts(Draft(self._thread_id, self._role.name, kind, text, initiative))
 
     def cancelled(self) -> EndOfTurn:
@@ -125,7 +127,7 @@ class ConversationTurn:
             session_state=session_state,
             failed=failed,
             fence=self._fence,
-            in_reply_to=self._plan.answers,
+            in_reply_to=self._answers,
         )
         return after
 

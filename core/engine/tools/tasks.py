@@ -37,11 +37,6 @@ class TaskTools(ToolContext):
     def _actor(self) -> Actor:
         return Actor(kind=ActorKind.RUN, name=self._run.role_address, run_id=self._run.id)
 
-    def _assignee(self, raw: object) -> str | None:
-        """A role that may be assigned here (`unknown_role` otherwise), or None for nobody."""
-        name = parse_assignee(raw)
-        return self._roster.check(name) if name is not None else None
-
     @tool(
         description="Create a task (a tracked work item people see). `assignee`: a role.",
         result="the [task](#tasks), as the tasks API shows it",
@@ -58,7 +53,7 @@ class TaskTools(ToolContext):
         task, _ = await self._db.tasks.create(
             title=check_title(title),
             body=check_body(body),
-            assignee=self._assignee(assignee),
+            assignee=self._roster.assignee(assignee),
             external=None,
             actor=self._actor,
         )
@@ -145,7 +140,7 @@ class TaskTools(ToolContext):
             title=check_title(title) if title is not None else None,
             body=check_body(body) if body is not None else None,
             status=parse_status(status) if status is not None else None,
-            assignee=(self._assignee(assignee) or "") if assignee is not None else None,
+            assignee=(self._roster.assignee(assignee) or "") if assignee is not None else None,
         )
         task, event = await self._db.tasks.update(TaskId(str(task_id)), change, self._actor)
         return {**task.to_json(), "changed": event is not None}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from core.model.errors import InvalidInput
 from core.model.participants import ParticipantKind, ParticipantSet, kind_of
+from core.model.tasks import parse_assignee
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,12 @@ class Roster:
             "set ROLECALL_ALLOW_UNSERVED_ROLES=true for roles another deployment serves)",
             code="unknown_role",
         )
+
+    def assignee(self, raw: object) -> str | None:
+        """A task's assignee as given (a role's name or address; None or "" for nobody): the
+        role's name when it may be assigned here, `unknown_role` otherwise."""
+        name = parse_assignee(raw)
+        return self.check(name) if name is not None else None
 
     def check_participants(self, participants: ParticipantSet) -> ParticipantSet:
         """The set, when every role in it may be used here."""

@@ -158,32 +158,17 @@ async def _database(settings: Settings) -> Check:
 async def _schema(url: str) -> tuple[str | None, str]:
     """The database's schema revision (None: none yet) and the newest this version knows. A
     SQLite file that does not exist is not made: it has no schema."""
-    from alembic.config import Config
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
+    from pathlib import Path
+
     from sqlalchemy.engine import make_url
 
-    from core.storage.engine import create_engine
-    from core.storage.migrate import MIGRATIONS
+    from core.storage.migrate import current_revision, newest_revision
 
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    head = ScriptDirectory.from_config(config).get_current_head() or "base"
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        from pathlib import Path
-
-        if parsed.database and not await asyncio.to_thread(Path(parsed.database).exists):
-            return None, head
-    engine = create_engine(url)
-    try:
-        async with engine.connect() as connection:
-            current = await connection.run_sync(
-                lambda sync: MigrationContext.configure(sync).get_current_revision()
-            )
-    finally:
-        await engine.dispose()
-    return current, head
+    file = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if file and not await asyncio.to_thread(Path(file).exists):
+        return None, newest_revision()
+    return await current_revision(url), newest_revision()
 
 
 async def _agents(settings: Settings, roles: dict[str, Role], *, offline: bool) -> list[Check]:
@@ -244,7 +229,7 @@ async def _slack(settings: Settings, roles: dict[str, Role], *, offline: bool) -
         if slack is None:
             continue
         what = f"role:{name} Slack app"
-        names = _slack_names(role)
+        names = set(slack.setting_names)
         secrets = named_secrets(names)
         if missing := sorted(names - set(secrets)):
             checks.append(
@@ -272,22 +257,6 @@ async def _slack(settings: Settings, roles: dict[str, Role], *, offline: bool) -
             )
         )
     return checks
-
-
-def _slack_names(role: Role) -> set[str]:
-    slack = role.slack
-    assert slack is not None
-    return {
-        n
-        for n in (
-            slack.signing_secret,
-            slack.bot_token,
-            slack.app_token,
-            slack.client_id,
-            slack.client_secret,
-        )
-        if n is not None
-    }
 
 
 class _SlackRefused(Exception):
@@ -356,8 +325,10 @@ def _local(origin: str) -> bool:
 
 def _public_url(settings: Settings, roles: dict[str, Role]) -> Check:
     url = settings.base_url
+    from channels.slack.manifest import reachable_by_slack
+
     http_slack = sorted(n for n, r in roles.items() if r.slack and r.slack.mode == "http")
-    if http_slack and not url.startswith("https://"):
+    if http_slack and not reachable_by_slack(url):
         return Check(
             Status.FAIL,
             "public URL",
