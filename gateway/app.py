@@ -6,7 +6,7 @@ and opens the database (closed again on cleanup), and serves:
     GET /healthz    open; `{"status": "ok"}` once the database answers, 503 while it does not
     GET /metrics    open; Prometheus text format
     GET /api/v1/openapi.json   open; the OpenAPI document of all of it (gateway.api.openapi)
-    /api/v1/…       the HTTP API (threads, events, roles, runs, tasks); operator token
+    /api/v1/…       the HTTP API (threads, events, roles, runs, tasks, approvals); operator token
     /api/v1/tools…  the agent tools; a run token as bearer instead
     /hooks/{source} inbound webhooks, signed with the source's secret (channels/webhooks)
 
@@ -78,6 +78,7 @@ from core.storage.engine import is_sqlite
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
 from core.storage.slot_locks import PgTurnSlots
 from gateway import malformed
+from gateway.api import approvals as approval_routes
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
@@ -184,6 +185,7 @@ def build_app(
     app.add_routes(event_routes.routes)
     app.add_routes(tool_routes.routes)
     app.add_routes(task_routes.routes)
+    app.add_routes(approval_routes.routes)
     app.add_routes(person_routes.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(openapi_routes.routes)

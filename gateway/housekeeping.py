@@ -8,6 +8,11 @@ With replicas, a pass runs only on the replica holding the lease (`LeaseKind.HOU
 "prune"): each asks at each of its passes, and the first to ask keeps it while it lives (its
 heartbeat renews it); when it stops, the next replica to ask takes it.
 
+Approvals whose time has passed unanswered are resolved as `expired` every
+`EXPIRY_SWEEP_EVERY` seconds, by the same replica: a run that waits for one expires it itself at
+its time, so the sweep is for the approvals nobody waits for (their run's replica died), and
+they expire at most that late.
+
 Each pass logs one line when it deleted anything and counts what it deleted in
 `rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
 logged and the next one tries again; housekeeping never stops the gateway.
@@ -26,6 +31,8 @@ from aiohttp import web
 from channels.edge.leasing import LeaseTerms, Leasing
 from channels.edge.requests import DATABASE_KEY
 from channels.web.limits import BURST
+from core.model.approvals import ApprovalClosed
+from core.model.errors import Conflict
 from core.model.leases import LeaseKind
 from core.model.webhooks import Source
 from core.storage import Database
@@ -39,6 +46,9 @@ FIRST_PASS_AFTER = 60.0
 
 PRUNE = "prune"
 """The subject of the housekeeping lease."""
+
+EXPIRY_SWEEP_EVERY = 5.0
+"""Seconds between two sweeps for approvals past their expiry."""
 
 log = logging.getLogger("rolecall.housekeeping")
 
@@ -90,6 +100,33 @@ async def pass_if_held(
     return await prune_once(database, settings, metrics, sources)
 
 
+async def expire_approvals(database: Database, *, batch: int = 100) -> int:
+    """Resolve every approval past its expiry as `expired`; how many this call expired (one
+    answered or expired elsewhere meanwhile is left as it is)."""
+    expired = 0
+    while due := await database.approvals.due(database.approvals.now(), limit=batch):
+        for approval_id, thread_id in due:
+            try:
+                await database.approvals.expire(approval_id, thread_id)
+                expired += 1
+            except (ApprovalClosed, Conflict):
+                pass
+        if len(due) < batch:
+            break
+    return expired
+
+
+async def _sweep_approvals(database: Database, leasing: Leasing) -> None:
+    while True:
+        await asyncio.sleep(EXPIRY_SWEEP_EVERY)
+        try:
+            held = await leasing.hold(LeaseKind.HOUSEKEEPING, PRUNE) is not None
+            if held and (expired := await expire_approvals(database)):
+                log.info("%d approvals expired unanswered", expired)
+        except Exception:  # the next sweep tries again
+            log.exception("the sweep for expired approvals failed; trying again")
+
+
 async def _every(
     database: Database,
     settings: Settings,
@@ -112,10 +149,14 @@ async def _lifecycle(
 ) -> AsyncIterator[None]:
     database = app[DATABASE_KEY]
     leasing = leases.leasing(database.leases)
-    task = asyncio.create_task(_every(database, settings, app[METRICS_KEY], sources, leasing))
+    tasks = [
+        asyncio.create_task(_every(database, settings, app[METRICS_KEY], sources, leasing)),
+        asyncio.create_task(_sweep_approvals(database, leasing)),
+    ]
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

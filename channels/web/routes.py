@@ -4,6 +4,12 @@ Who is talking is settled once, when the widget starts a session (`POST /widget/
 the host site's signed user, or an anonymous visitor with our visitor token. Every later call
 presents the session token we gave back. A person's message is committed before the answer
 goes back; the run host takes it from there like any other message.
+
+Approvals: the person answers one of their conversation's approvals here (`POST
+/widget/v1/approvals/{id}`), as the session's current person, from the channel `web`. An approval
+is only ever found in the session's conversation, and only when the person sees it there: any
+other id is the same 404, so that an id reveals nothing. History shows each request with its
+state as the person sees it (a resolution they do not see leaves it pending for them).
 """
 
 from __future__ import annotations
@@ -42,7 +48,14 @@ from channels.web.asset import (
     widget_src,
 )
 from channels.web.limits import PostingRate
-from channels.web.present import Frames, Names, widget_event, widget_role, working_frame
+from channels.web.present import (
+    Frames,
+    Names,
+    too_late,
+    widget_event,
+    widget_role,
+    working_frame,
+)
 from channels.web.sites import RefusedOrigins, Site, Sites, check_origin
 from channels.web.stream import (
     Closed,
@@ -54,10 +67,19 @@ from channels.web.stream import (
 )
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
 from core.engine.host.host import RunHost
-from core.model.errors import InvalidInput, NotAllowed, TooLarge
+from core.model.approvals import ApprovalClosed
+from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.participants import Address, ParticipantSet
 from core.model.people import Identity, Person, parse_identity
-from core.model.timeline import AnyEvent, ThreadId, check_text, rfc3339
+from core.model.timeline import (
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    EventId,
+    ThreadId,
+    check_text,
+    rfc3339,
+)
 from core.storage.database import Database
 
 log = logging.getLogger("rolecall.web")
@@ -128,6 +150,7 @@ def add_routes(app: web.Application, config: WidgetConfig) -> None:
     app.router.add_post(PREFIX + "/sessions", start_session)
     app.router.add_get(PREFIX + "/history", history)
     app.router.add_post(PREFIX + "/messages", post_message)
+    app.router.add_post(PREFIX + "/approvals/{id}", answer_approval)
     app.router.add_get(PREFIX + "/stream", stream)
     app.router.add_post(PREFIX + "/fresh", start_fresh)
     app.router.add_post(PREFIX + "/link-codes", new_link_code)
@@ -373,10 +396,16 @@ async def history(request: web.Request) -> web.Response:
     page = await threads.latest(
         thread_id, viewer=viewer, before=before, limit=limit, include_archived=archived
     )
+    resolved = await _resolutions(database, thread_id, viewer, page.events)
     events = [
         shown
         for event in page.events
-        if (shown := await widget_event(event, viewer=viewer, names=channel.names)) is not None
+        if (
+            shown := await widget_event(
+                event, viewer=viewer, names=channel.names, resolution=resolved.get(event.id)
+            )
+        )
+        is not None
     ]
     more = page.next is not None and bool(page.events)
     predecessor = None
@@ -456,6 +485,91 @@ async def post_message(request: web.Request) -> web.Response:
     return created(
         {"event": shown}, f"{PREFIX}/history?before={message.seq + 1}&limit=1&archived=true"
     )
+
+
+# --- approvals ----------------------------------------------------------------------------------
+
+
+async def answer_approval(request: web.Request) -> web.Response:
+    """The session's person answers an approval of their conversation with one of its options:
+    the first valid answer from any channel resolves it; a later one is 409 `approval_closed`,
+    saying how it was resolved and by whom."""
+    session = await _session(request)
+    body = await read_object(request, required=["option"])
+    channel = request.app[WEB_KEY]
+    await _limit(channel, f"approval:{session.identity}", "answers")
+    person = await _current_person(request, session)
+    database = request.app[DATABASE_KEY]
+    asked = await _approval_here(database, request.match_info["id"], session, person)
+    try:
+        answered = await database.approvals.answer(asked.id, person, body["option"], channel="web")
+    except ApprovalClosed:
+        resolution = await _closed(database, asked, person)
+        told = await too_late(resolution, viewer=person, names=channel.names)
+        raise ApprovalClosed(told) from None
+    # 200, as the API answers an approval: the answer acts on the approval, which exists already.
+    shown = await widget_event(answered, viewer=person, names=channel.names)
+    return web.json_response({"event": shown})
+
+
+async def _approval_here(
+    database: Database, approval_id: str, session: WidgetSession, person: Address
+) -> ApprovalRequested:
+    """The approval of the session's conversation that `person` sees; any other id — unknown,
+    another conversation's, asked while the person was removed — is the same 404."""
+    thread_id = ThreadId(session.conversation)
+    unknown = NotFound(
+        f"no approval with id {approval_id!r} in this conversation", code="approval_not_found"
+    )
+    try:
+        asked, _ = await database.approvals.get(approval_id)
+    except NotFound:
+        raise unknown from None
+    if asked.thread_id != thread_id or not await _sees(database, thread_id, person, asked):
+        raise unknown
+    return asked
+
+
+async def _closed(
+    database: Database, asked: ApprovalRequested, person: Address
+) -> ApprovalResolved | None:
+    """How a closed approval was resolved, as `person` sees it (None: not in what they see). One
+    refused because its time has passed, with no resolution yet, is recorded as expired now, so
+    that every channel showing it hears so."""
+    _, resolution = await database.approvals.get(asked.id)
+    if resolution is None:
+        with contextlib.suppress(Conflict):  # resolved meanwhile (or not expired after all)
+            resolution = await database.approvals.expire(asked.id, asked.thread_id)
+        if resolution is None:
+            _, resolution = await database.approvals.get(asked.id)
+    if resolution is None or not await _sees(database, asked.thread_id, person, resolution):
+        return None
+    return resolution
+
+
+async def _resolutions(
+    database: Database, thread_id: ThreadId, viewer: Address, events: Iterable[AnyEvent]
+) -> dict[EventId, ApprovalResolved]:
+    """How the approvals asked among `events` were resolved, as far as `viewer` sees."""
+    events = list(events)
+    on_page = {e.target: e for e in events if isinstance(e, ApprovalResolved)}
+    found: dict[EventId, ApprovalResolved] = {}
+    for event in events:
+        if not isinstance(event, ApprovalRequested):
+            continue
+        if event.id in on_page:
+            found[event.id] = on_page[event.id]
+            continue
+        _, resolution = await database.approvals.get(event.id)
+        if resolution is not None and await _sees(database, thread_id, viewer, resolution):
+            found[event.id] = resolution
+    return found
+
+
+async def _sees(database: Database, thread_id: ThreadId, viewer: Address, event: AnyEvent) -> bool:
+    """Whether `viewer` sees `event` of the thread (`core.model.visibility`)."""
+    page = await database.threads.timeline(thread_id, viewer=viewer, after=event.seq - 1, limit=1)
+    return bool(page.events) and page.events[0].id == event.id
 
 
 async def start_fresh(request: web.Request) -> web.Response:

@@ -10,6 +10,12 @@ RFC 3339, UTC, with microseconds. The kind fields:
 - `participant_state_changed`: `participant`, `from_state`, `to_state`
 - `retraction`: `author`, `target` (the message's id), `reason` (or null)
 - `system`: `text`
+- `approval_requested` (its `id` is the approval's): `author` (the role asking), `run_id`,
+  `title`, `description` (or null), `options` (`[{id, label, kind}]`), `tool` (`{name,
+  arguments}` or null), `approvers` (people's addresses; empty: the active people), `expires_at`
+- `approval_resolved`: `target` (the request's id), `outcome` (`answered`, `expired`,
+  `cancelled`), `option` (`{id, label, kind}` or null), `by` (who answered, or null), `channel`
+  (where they answered, or null)
 
 A thread: `{"id", "participants": [{"address", "state"}], "memory_policy": {"thread_only"},
 "created_at"}`, participants in the set's canonical (sorted) order.
@@ -20,7 +26,16 @@ from __future__ import annotations
 from typing import Any
 
 from core.model.threads import Thread
-from core.model.timeline import AnyEvent, Message, Retraction, StateChange, SystemNote, rfc3339
+from core.model.timeline import (
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    Message,
+    Retraction,
+    StateChange,
+    SystemNote,
+    rfc3339,
+)
 
 JsonObject = dict[str, Any]
 
@@ -73,4 +88,50 @@ def event_json(event: AnyEvent) -> JsonObject:
             common["reason"] = event.reason
         case SystemNote():
             common["text"] = event.text
+        case ApprovalRequested():
+            common["author"] = event.author
+            common["run_id"] = event.run_id
+            common["title"] = event.title
+            common["description"] = event.description
+            common["options"] = [o.to_json() for o in event.options]
+            common["tool"] = event.tool.to_json() if event.tool else None
+            common["approvers"] = list(event.approvers)
+            common["expires_at"] = rfc3339(event.expires_at)
+        case ApprovalResolved():
+            common["target"] = event.target
+            common["outcome"] = event.outcome.value
+            common["option"] = event.option.to_json() if event.option else None
+            common["by"] = event.by
+            common["channel"] = event.channel
     return common
+
+
+def approval_json(request: ApprovalRequested, resolution: ApprovalResolved | None) -> JsonObject:
+    """An approval as the API shows it: the request's fields, its `state` (`pending`,
+    `answered`, `expired`, `cancelled`) and its `resolution` (null while pending:
+    `{id, at, outcome, option, by, channel}`)."""
+    return {
+        "id": request.id,
+        "thread_id": request.thread_id,
+        "seq": request.seq,
+        "requested_at": rfc3339(request.at),
+        "role": request.author,
+        "run_id": request.run_id,
+        "title": request.title,
+        "description": request.description,
+        "options": [o.to_json() for o in request.options],
+        "tool": request.tool.to_json() if request.tool else None,
+        "approvers": list(request.approvers),
+        "expires_at": rfc3339(request.expires_at),
+        "state": resolution.outcome.value if resolution else "pending",
+        "resolution": None
+        if resolution is None
+        else {
+            "id": resolution.id,
+            "at": rfc3339(resolution.at),
+            "outcome": resolution.outcome.value,
+            "option": resolution.option.to_json() if resolution.option else None,
+            "by": resolution.by,
+            "channel": resolution.channel,
+        },
+    }

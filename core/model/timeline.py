@@ -13,6 +13,9 @@ Kinds:
 - `retraction`: an author marks one of its own earlier messages retracted. The message stays and is
   shown as retracted; nothing is edited in place. A message is retracted at most once.
 - `system`: a note from the gateway itself.
+- `approval_requested` / `approval_resolved`: a role's run asks the conversation's people before
+  it acts, and one answer (or the expiry, or the run letting go) resolves it, exactly once
+  (`core.model.approvals`).
 
 The rules for who may post and who may retract live here too, as pure checks over values.
 """
@@ -25,6 +28,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, NewType
 
+from core.model.approvals import ApprovalOption, Outcome, Resolution, ToolCallAsked
 from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.membership import ParticipantState
 from core.model.participants import Address
@@ -45,6 +49,8 @@ class EventKind(StrEnum):
     PARTICIPANT_STATE_CHANGED = "participant_state_changed"
     RETRACTION = "retraction"
     SYSTEM = "system"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_RESOLVED = "approval_resolved"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +126,43 @@ class SystemNote(Event):
     text: str
 
 
-AnyEvent = Message | StateChange | Retraction | SystemNote
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequested(Event):
+    """A role's run asks before it acts; the event's id is the approval's."""
+
+    kind: ClassVar[EventKind] = EventKind.APPROVAL_REQUESTED
+
+    author: Address
+    run_id: str
+    title: str
+    description: str | None
+    options: tuple[ApprovalOption, ...]
+    tool: ToolCallAsked | None
+    approvers: tuple[Address, ...]
+    """Who may answer; empty: the conversation's active people."""
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalResolved(Event):
+    """How an approval (`target`, the request's id) was resolved; at most one per request."""
+
+    kind: ClassVar[EventKind] = EventKind.APPROVAL_RESOLVED
+
+    target: EventId
+    outcome: Outcome
+    option: ApprovalOption | None = None
+    by: Address | None = None
+    channel: str | None = None
+
+    @property
+    def resolution(self) -> Resolution:
+        return Resolution(
+            outcome=self.outcome, option=self.option, by=self.by, channel=self.channel
+        )
+
+
+AnyEvent = Message | StateChange | Retraction | SystemNote | ApprovalRequested | ApprovalResolved
 
 
 # --- validation of what people send ---------------------------------------------------------

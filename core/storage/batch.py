@@ -32,6 +32,7 @@ from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.sql.selectable import CompoundSelect, Select, TextualSelect, TypedReturnsRows
 
+from core.model.approvals import Resolution
 from core.model.errors import NotFound, RolecallError
 from core.model.membership import ParticipantState
 from core.model.memory_policy import MemoryPolicy
@@ -40,6 +41,8 @@ from core.model.tasks import TaskEvent
 from core.model.threads import Thread
 from core.model.timeline import (
     AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
     EventId,
     Message,
     Retraction,
@@ -157,7 +160,14 @@ class RunReading(Protocol):
     def lease_fence(self) -> int | None: ...
 
 
-EventType = type[Message] | type[StateChange] | type[Retraction] | type[SystemNote]
+EventType = (
+    type[Message]
+    | type[StateChange]
+    | type[Retraction]
+    | type[SystemNote]
+    | type[ApprovalRequested]
+    | type[ApprovalResolved]
+)
 
 
 class Command(Protocol[P, T]):
@@ -244,6 +254,8 @@ class Batch:
         self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
         self.retracted: set[str] = set()
+        self.resolved: dict[str, Resolution] = {}
+        """Approvals a command of this batch resolved, and how."""
         self.runs: dict[str, RunState] = {}
         self.task_events: list[TaskEvent] = []
         """Task events this batch appended (for the after-commit listeners)."""
@@ -375,6 +387,10 @@ class BatchView:
     def retracted_here(self, event_id: str) -> bool:
         """Whether a command before this one in the batch retracted the message."""
         return event_id in self._batch.retracted
+
+    def resolved_here(self, approval_id: str) -> Resolution | None:
+        """How a command before this one in the batch resolved the approval, if one did."""
+        return self._batch.resolved.get(approval_id)
 
 
 _STATES = {state.value: state for state in ParticipantState}

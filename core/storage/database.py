@@ -14,6 +14,7 @@
     db.replicas  # the replicas serving this database, their heartbeats, the cluster's facts
     db.budgets   # turns' tool calls, counted wherever they land (several replicas)
     db.rates     # token buckets every replica shares (the widget's posting rate)
+    db.approvals # what agents ask people before they act, answered exactly once
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer hands the appended
@@ -38,6 +39,7 @@ from datetime import UTC, datetime
 
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent
+from core.storage.approvals_store import SqlApprovalRepository
 from core.storage.budgets_store import SqlToolBudgets
 from core.storage.bus import CommittedEvents
 from core.storage.endpoints_store import SqlEndpointRepository
@@ -88,6 +90,7 @@ class Database:
     replicas: SqlReplicas
     budgets: SqlToolBudgets
     rates: SqlRateBuckets
+    approvals: SqlApprovalRepository
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -178,6 +181,8 @@ async def open_database(
         await writes.close()
         await reads.close()
         raise
+    approvals = SqlApprovalRepository(reads, writer, clock)
+    listeners.append(approvals.heard)
     return Database(
         threads=repository,
         runs=SqlRunRepository(reads, writer),
@@ -193,6 +198,7 @@ async def open_database(
         replicas=SqlReplicas(reads, writer),
         budgets=SqlToolBudgets(reads, writer),
         rates=SqlRateBuckets(writer),
+        approvals=approvals,
         bus=bus,
         task_bus=task_bus,
         notifications=notifications,

@@ -12,8 +12,8 @@ do. When the process dies holding the lock, its session ends and the server rele
 SQLite needs no lock: the migration's transaction begins with `BEGIN IMMEDIATE`, which already
 makes a second writer wait (`core.storage.engine`).
 
-An upgrade says what it did in one line at info level — `database created at 0019`, `database
-upgraded from 0012 to 0019` or `database at 0019, up to date` — with the database (its password
+An upgrade says what it did in one line at info level — `database created at 0020`, `database
+upgraded from 0012 to 0020` or `database at 0020, up to date` — with the database (its password
 hidden) and both revisions in the record's `fields`; Alembic's line per revision is for debugging
 (`gateway.logs` leaves it out otherwise).
 """

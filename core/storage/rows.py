@@ -6,9 +6,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.model.approvals import ApprovalOption, OptionKind, Outcome, ToolCallAsked
 from core.model.membership import ParticipantState
 from core.model.timeline import (
     AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
     Message,
     MessageContext,
     Retraction,
@@ -31,7 +34,7 @@ def from_micros(micros: int) -> datetime:
 def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
     """An event from a full row of `events`, its columns in table order (`select(events)`)."""
     (position, id_, thread_id, seq, micros, kind, author, text, context, participant,
-     from_state, to_state, target, reason, channel, in_reply_to) = row  # fmt: skip
+     from_state, to_state, target, reason, channel, in_reply_to, detail) = row  # fmt: skip
     at = from_micros(micros)
     if kind == "message":
         return Message(
@@ -71,15 +74,50 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
         )
     if kind == "system":
         return SystemNote(id=id_, thread_id=thread_id, seq=seq, position=position, at=at, text=text)
+    if kind == "approval_requested":
+        tool = detail.get("tool")
+        return ApprovalRequested(
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            author=author,
+            run_id=detail["run_id"],
+            title=text,
+            description=reason,
+            options=tuple(_option(o) for o in detail["options"]),
+            tool=ToolCallAsked(name=tool["name"], arguments=tool["arguments"]) if tool else None,
+            approvers=tuple(detail["approvers"]),
+            expires_at=from_micros(detail["expires_at"]),
+        )
+    if kind == "approval_resolved":
+        option = detail.get("option")
+        return ApprovalResolved(
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            target=target,
+            outcome=Outcome(detail["outcome"]),
+            option=_option(option) if option else None,
+            by=author,
+            channel=channel,
+        )
     raise ValueError(f"unknown event kind {kind!r} in the events table")
 
 
 _STATES = {state.value: state for state in ParticipantState}
 
 
+def _option(raw: dict[str, str]) -> ApprovalOption:
+    return ApprovalOption(id=raw["id"], label=raw["label"], kind=OptionKind(raw["kind"]))
+
+
 EVENT_COLUMNS = (
     "position", "id", "thread_id", "seq", "at", "kind", "author", "text", "context",
-    "participant", "from_state", "to_state", "target", "reason", "channel", "in_reply_to",
+    "participant", "from_state", "to_state", "target", "reason", "channel", "in_reply_to", "detail",
 )  # fmt: skip
 """The columns of `events` in table order: the order of `event_values`."""
 
@@ -91,12 +129,30 @@ def event_values(event: AnyEvent) -> tuple[Any, ...]:
     if isinstance(event, Message):
         context = event.context.to_json() if event.context else None
         return (*common, "message", event.author, event.text, context,
-                None, None, None, None, None, event.channel, event.in_reply_to)  # fmt: skip
+                None, None, None, None, None, event.channel, event.in_reply_to, None)  # fmt: skip
     if isinstance(event, StateChange):
         return (*common, "participant_state_changed", None, None, None, event.participant,
-                event.from_state.value, event.to_state.value, None, None, None, None)  # fmt: skip
+                event.from_state.value, event.to_state.value, None, None, None, None,
+                None)  # fmt: skip
     if isinstance(event, Retraction):
         return (*common, "retraction", event.author, None, None,
-                None, None, None, event.target, event.reason, None, None)  # fmt: skip
+                None, None, None, event.target, event.reason, None, None, None)  # fmt: skip
+    if isinstance(event, ApprovalRequested):
+        detail = {
+            "run_id": event.run_id,
+            "options": [o.to_json() for o in event.options],
+            "tool": event.tool.to_json() if event.tool else None,
+            "approvers": list(event.approvers),
+            "expires_at": to_micros(event.expires_at),
+        }
+        return (*common, "approval_requested", event.author, event.title, None,
+                None, None, None, None, event.description, None, None, detail)  # fmt: skip
+    if isinstance(event, ApprovalResolved):
+        detail = {
+            "outcome": event.outcome.value,
+            "option": event.option.to_json() if event.option else None,
+        }
+        return (*common, "approval_resolved", event.by, None, None,
+                None, None, None, event.target, None, event.channel, None, detail)  # fmt: skip
     return (*common, "system", None, event.text, None,
-            None, None, None, None, None, None, None)  # fmt: skip
+            None, None, None, None, None, None, None, None)  # fmt: skip

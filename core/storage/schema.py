@@ -6,6 +6,9 @@
 - `events`: the timelines of all threads. `position` is the global order, assigned from the
   `stream_positions` counter inside the committing transaction; `(thread_id, seq)` is unique.
   Times are integer microseconds since the Unix epoch, UTC, exact on every backend.
+  `detail` holds the fields of an approval event that have no column of their own.
+- `pending_approvals`: the approvals not resolved yet (the request event's id, its thread and
+  run, when it expires); a resolution deletes the row in the same transaction.
 - `stream_positions`: one counter row per stream; updating it serialises committers, so positions
   become visible in order and a reader resuming from a position never misses one.
 - `runs`: the unit of agent work — one per role per thread (a conversation run) or per task. Its
@@ -113,6 +116,7 @@ events = Table(
     Column("reason", Text),
     Column("channel", String(16)),
     Column("in_reply_to", String(32)),
+    Column("detail", JSON(none_as_null=True)),
     UniqueConstraint("thread_id", "seq"),
     # A participant's own state changes, read for every filtered timeline. Partial, so that
     # appending a message does not touch it.
@@ -132,6 +136,25 @@ events = Table(
         sqlite_where=text("kind = 'retraction'"),
         postgresql_where=text("kind = 'retraction'"),
     ),
+    # An approval is resolved at most once, whichever replica or channel answers.
+    Index(
+        "ux_events_approval_resolution",
+        "target",
+        unique=True,
+        sqlite_where=text("kind = 'approval_resolved'"),
+        postgresql_where=text("kind = 'approval_resolved'"),
+    ),
+)
+
+pending_approvals = Table(
+    "pending_approvals",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("thread_id", String(32), ForeignKey("threads.id"), nullable=False),
+    Column("run_id", String(32), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Index(None, "thread_id"),
+    Index(None, "expires_at"),
 )
 
 stream_positions = Table(

@@ -57,6 +57,7 @@ under `/widget/v1`, and the callbacks other platforms make. The prose reference 
 _TAGS = [
     ("threads", "conversations: participant sets, messages, membership, timelines"),
     ("events", "every thread's committed events, by position"),
+    ("approvals", "what agents ask people before they act, answered exactly once"),
     ("roles", "the roles this gateway serves"),
     ("memory", "a role's agent memory, for operators"),
     ("runs", "a role's work in a conversation or on a task: turns, control, tokens"),

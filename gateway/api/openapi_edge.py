@@ -241,6 +241,27 @@ def _widget() -> dict[str, Any]:
                 failures={403: f"{_ORIGIN}; {deactivated}", 413: "`too_large`", 429: rate},
             ),
         ),
+        f"{prefix}/approvals/{{id}}": path(
+            {"id": "the approval's id"},
+            post=_widget_operation(
+                "widget_answer_approval",
+                "The person answers an approval of their conversation",
+                description="The first valid answer from any channel resolves it; a later one "
+                "is refused, saying how it was resolved. An approval of another conversation, "
+                "or one the person does not see, is not found.",
+                request=body(request_body({"option": described(STRING, "the option's id")})),
+                answers={
+                    200: answer("the resolution as the widget shows it", ref("WidgetAnswered"))
+                },
+                failures={
+                    403: f"{_ORIGIN}; `not_an_approver`, `participant_removed`",
+                    404: "`approval_not_found`",
+                    409: "`approval_closed`: answered, expired or cancelled already",
+                    422: "`unknown_option`",
+                    429: rate,
+                },
+            ),
+        ),
         f"{prefix}/stream": path(
             get=_widget_operation(
                 "widget_stream",

@@ -19,6 +19,7 @@ from core.model.endpoints import MAX_POSITION
 from core.model.membership import ParticipantState
 from core.model.tasks import TaskStatus
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
+from gateway.api.approvals import LISTED
 from gateway.api.openapi_schemas import (
     BOOLEAN,
     STRING,
@@ -345,6 +346,66 @@ def _threads() -> dict[str, Any]:
                     ),
                 ],
                 answers={200: answer("a page; resume with `after=next`", ref("EventPage"))},
+            ),
+        ),
+    }
+
+
+def _approvals() -> dict[str, Any]:
+    tag = "approvals"
+    states = {**enum(["pending", "all"]), "default": "pending"}
+    return {
+        "/api/v1/threads/{id}/approvals": path(
+            _THREAD,
+            get=operation(
+                "list_approvals",
+                "A thread's approvals, oldest first",
+                tag=tag,
+                parameters=[
+                    query("state", states, "`pending`: those not resolved yet; `all`: every one"),
+                    query("as", STRING, "only those this participant may see"),
+                ],
+                answers={200: answer(f"at most {LISTED}, oldest first", ref("ApprovalList"))},
+                failures={
+                    403: "`not_a_member`",
+                    404: "`thread_not_found`",
+                    422: "`invalid_address`",
+                },
+            ),
+        ),
+        "/api/v1/approvals/{id}": path(
+            {"id": "the approval's id (its `approval_requested` event's)"},
+            get=operation(
+                "show_approval",
+                "One approval, with its resolution",
+                tag=tag,
+                answers={200: answer("the approval", ref("Approval"))},
+                failures={404: "`approval_not_found`"},
+            ),
+            post=operation(
+                "answer_approval",
+                "Answer an approval as a person of its conversation",
+                tag=tag,
+                description="The first valid answer, from any channel, resolves the approval; "
+                "every later one is 409 `approval_closed`, saying who answered what.",
+                request=body(
+                    request_body(
+                        {
+                            "option": described(STRING, "the id of the option chosen"),
+                            "as": described(STRING, "the person answering, `person:<slug>`"),
+                        },
+                        {"channel": described(STRING, "where they answered; default `api`")},
+                    )
+                ),
+                answers={200: answer("the approval, answered", ref("Approval"))},
+                failures={
+                    403: "`not_an_approver` (not named among its approvers, or not a person), "
+                    "`not_a_member`, `participant_removed`",
+                    404: "`approval_not_found`",
+                    409: "`approval_closed`: answered already (the message says by whom), "
+                    "expired or cancelled",
+                    422: "`invalid_option`, `unknown_option`, `invalid_address`, `invalid_channel`",
+                },
             ),
         ),
     }
@@ -835,6 +896,7 @@ def operator_paths() -> dict[str, Any]:
     """The operator API: every path under `/api/v1` but the agent tools'."""
     return {
         **_threads(),
+        **_approvals(),
         **_roles_and_memory(),
         **_runs(),
         **_tasks(),

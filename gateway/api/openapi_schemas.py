@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from enum import Enum
 from typing import Any
 
+from core.model.approvals import OptionKind, Outcome
 from core.model.endpoints import KINDS, EndpointStatus
 from core.model.membership import ParticipantState
 from core.model.roles import Role
@@ -119,7 +120,7 @@ _EVENT_FIELDS: dict[str, Schema] = {
 }
 
 
-def _event(kind: EventKind, description: str, **fields: Schema) -> Schema:
+def _event(kind: EventKind, description: str, /, **fields: Schema) -> Schema:
     return obj({**_EVENT_FIELDS, "kind": const(kind.value), **fields}, description=description)
 
 
@@ -128,6 +129,16 @@ CONTEXT = obj(
     optional=["task", "originating_message"],
     description="a hint the agent attached (stored and passed on, never branched on)",
 )
+
+APPROVAL_OPTION = obj(
+    {"id": STRING, "label": STRING, "kind": enum(OptionKind)},
+    description="an answer offered: `allow_*`/`reject_*` for a tool call, `choice` for a question",
+)
+TOOL_CALL_ASKED = obj(
+    {"name": STRING, "arguments": ANY_OBJECT},
+    description="the tool call the approval is about, as the agent gave it",
+)
+_APPROVERS = described(array(ADDRESS), "who may answer; empty: the conversation's active people")
 
 _THREADS: dict[str, Schema] = {
     "Thread": obj(
@@ -163,8 +174,36 @@ _THREADS: dict[str, Schema] = {
         reason=nullable(STRING),
     ),
     "SystemNote": _event(EventKind.SYSTEM, "a note the gateway writes", text=STRING),
+    "ApprovalRequested": _event(
+        EventKind.APPROVAL_REQUESTED,
+        "a role's run asks before it acts; the event's id is the approval's",
+        author=described(ADDRESS, "the role asking"),
+        run_id=STRING,
+        title=STRING,
+        description=nullable(STRING),
+        options=array(APPROVAL_OPTION),
+        tool=nullable(TOOL_CALL_ASKED),
+        approvers=_APPROVERS,
+        expires_at=TIME,
+    ),
+    "ApprovalResolved": _event(
+        EventKind.APPROVAL_RESOLVED,
+        "how an approval was resolved, at most once: answered, expired or cancelled",
+        target=described(ID, "the approval (its request's id)"),
+        outcome=enum(Outcome),
+        option=nullable(APPROVAL_OPTION),
+        by=described(nullable(ADDRESS), "who answered"),
+        channel=described(nullable(STRING), "where they answered"),
+    ),
     "Event": {
-        "oneOf": [ref("Message"), ref("StateChange"), ref("Retraction"), ref("SystemNote")],
+        "oneOf": [
+            ref("Message"),
+            ref("StateChange"),
+            ref("Retraction"),
+            ref("SystemNote"),
+            ref("ApprovalRequested"),
+            ref("ApprovalResolved"),
+        ],
         "description": "a timeline event, by `kind`",
     },
     "ThreadPage": obj({"threads": array(ref("Thread")), "next": nullable(ID)}),
@@ -172,6 +211,46 @@ _THREADS: dict[str, Schema] = {
         {"events": array(ref("Event")), "next": nullable(INTEGER), "more": BOOLEAN}
     ),
     "EventPage": obj({"events": array(ref("Event")), "next": INTEGER}),
+}
+
+
+# --- approvals ----------------------------------------------------------------------------------
+
+_APPROVALS: dict[str, Schema] = {
+    "Approval": obj(
+        {
+            "id": described(ID, "its `approval_requested` event's"),
+            "thread_id": ID,
+            "seq": described(INTEGER, "its request's `seq` in the thread"),
+            "requested_at": TIME,
+            "role": described(ADDRESS, "the role that asks"),
+            "run_id": STRING,
+            "title": STRING,
+            "description": nullable(STRING),
+            "options": array(APPROVAL_OPTION),
+            "tool": nullable(TOOL_CALL_ASKED),
+            "approvers": _APPROVERS,
+            "expires_at": TIME,
+            "state": enum(["pending", *(o.value for o in Outcome)]),
+            "resolution": described(
+                nullable(
+                    obj(
+                        {
+                            "id": described(ID, "its `approval_resolved` event's"),
+                            "at": TIME,
+                            "outcome": enum(Outcome),
+                            "option": nullable(APPROVAL_OPTION),
+                            "by": nullable(ADDRESS),
+                            "channel": nullable(STRING),
+                        }
+                    )
+                ),
+                "null while pending",
+            ),
+        },
+        description="what a role's run asked the people of its conversation, and the answer",
+    ),
+    "ApprovalList": obj({"approvals": array(ref("Approval"))}),
 }
 
 
@@ -435,6 +514,18 @@ _EDGE: dict[str, Schema] = {
 
 _WIDGET_EVENT_FIELDS: dict[str, Schema] = {"id": ID, "seq": INTEGER, "at": TIME}
 
+_WIDGET_OPTION = obj({"id": STRING, "label": STRING, "kind": enum(OptionKind)})
+_WIDGET_RESOLUTION_FIELDS: dict[str, Schema] = {
+    "kind": const("approval_resolved"),
+    "target": described(ID, "the request it resolves"),
+    "outcome": enum(Outcome),
+    "option": nullable(_WIDGET_OPTION),
+    "by": nullable(ADDRESS),
+    "by_name": nullable(STRING),
+    "mine": BOOLEAN,
+    "channel": nullable(STRING),
+}
+
 _WIDGET: dict[str, Schema] = {
     "WidgetSession": obj(
         {
@@ -490,8 +581,34 @@ _WIDGET: dict[str, Schema] = {
         },
         optional=["archive_before"],
     ),
+    "WidgetApprovalResolved": obj({**_WIDGET_EVENT_FIELDS, **_WIDGET_RESOLUTION_FIELDS}),
+    "WidgetApprovalRequested": obj(
+        {
+            **_WIDGET_EVENT_FIELDS,
+            "kind": const("approval_requested"),
+            "author": ADDRESS,
+            "author_name": STRING,
+            "mine": BOOLEAN,
+            "title": STRING,
+            "description": nullable(STRING),
+            "options": array(_WIDGET_OPTION),
+            "tool": nullable(obj({"name": STRING, "arguments": {"type": "object"}})),
+            "approvers": array(obj({"address": ADDRESS, "name": STRING})),
+            "can_answer": described(BOOLEAN, "whether the viewer may answer it"),
+            "expires_at": TIME,
+            "state": enum(["pending", *(o.value for o in Outcome)]),
+            "resolution": nullable(ref("WidgetApprovalResolved")),
+        }
+    ),
+    "WidgetAnswered": obj({"event": ref("WidgetApprovalResolved")}),
     "WidgetEvent": {
-        "oneOf": [ref("WidgetMessage"), ref("WidgetRetraction"), ref("WidgetNote")],
+        "oneOf": [
+            ref("WidgetMessage"),
+            ref("WidgetRetraction"),
+            ref("WidgetNote"),
+            ref("WidgetApprovalRequested"),
+            ref("WidgetApprovalResolved"),
+        ],
         "description": "an event as the widget shows it, by `kind`",
     },
     "WidgetHistory": obj(
@@ -513,6 +630,7 @@ def components() -> dict[str, Schema]:
     return {
         **_EDGE,
         **_THREADS,
+        **_APPROVALS,
         **_role_schemas(),
         **_MEMORY,
         **_RUNS,

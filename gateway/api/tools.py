@@ -24,6 +24,7 @@ from channels.edge.requests import (
     read_object,
     read_query,
 )
+from core.engine.approvals import no_hold
 from core.engine.tools import TOOLS, RunTools, call_tool
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunKind
@@ -65,7 +66,12 @@ def tools_of(app: web.Application, run: Run) -> RunTools:
     host = app.get(HOST_KEY)
     budget = host.tool_budget(run.id) if host is not None else None
     return RunTools(
-        app[DATABASE_KEY], run, read_to=run.cursor, roster=app[ROSTER_KEY], budget=budget
+        app[DATABASE_KEY],
+        run,
+        read_to=run.cursor,
+        roster=app[ROSTER_KEY],
+        budget=budget,
+        hold=host.hold_turn(run.id) if host is not None else no_hold,
     )
 
 

@@ -19,6 +19,7 @@ from core.model.errors import RolecallError
 from gateway.cli._shared import EXIT_FAILURE, Command, Failure
 from gateway.cli.client import ClientError
 from gateway.cli.commands import (
+    approvals,
     db,
     doctor,
     endpoints,
@@ -44,6 +45,7 @@ COMMAND_GROUPS = (
     threads.add_commands,
     runs.add_commands,
     tasks.add_commands,
+    approvals.add_commands,
     roles.add_commands,
     people.add_commands,
     slack.add_commands,

@@ -37,7 +37,7 @@ async def test_the_tools_are_listed_with_their_schemas(gateway: Api) -> None:
     assert listed.status == 200, listed.text
     names = {t["name"] for t in listed.body["tools"]}
     assert names == {
-        "peek_pending", "store", "recall", "send_message", "retract",
+        "peek_pending", "store", "recall", "send_message", "retract", "ask",
         "task_create", "task_get", "task_list", "task_comment", "task_update",
         "subscribe", "unsubscribe",
     }  # fmt: skip

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,11 @@ import pytest
 from aiohttp import web
 from openapi_spec_validator import validate
 
+from channels.edge.requests import DATABASE_KEY
 from core.engine.tools import TOOLS
+from core.model.approvals import YES_NO, ApprovalRequest, ToolCallAsked
+from core.model.participants import Address
+from core.model.timeline import ThreadId
 from gateway.app import build_app
 from tests.api.conftest import ECHO, SLOW, TOKEN, Reply
 from tests.api.edge import Edge, dumps, edge_settings
@@ -263,6 +268,7 @@ TOOL_CALLS: dict[str, Any] = {
     "store": {"payload": {"kind": "note", "text": "desk 4B"}},
     "recall": {"query": "desk"},
     "send_message": {"text": "a note from the role"},
+    "ask": {"question": "Shall I?", "expires_in": 1},
     "task_create": {"title": "Printer", "assignee": "echo"},
     "task_list": {},
     "subscribe": {"external_key": "tracker:INC-9"},
@@ -368,6 +374,7 @@ async def _operator_api(call: Scenario, edge: Edge) -> dict[str, str]:
     await call("POST", f"/api/v1/threads/{thread}/participants/person:ann", {"state": "active"},
                status=200)  # fmt: skip
     task = await _tasks(call)
+    await _approvals(call, edge, run)
     await _people(call)
     await _endpoints(call)
     return {"thread": thread, "run": run, "token": token, "task": task}
@@ -412,6 +419,25 @@ async def _tasks(call: Scenario) -> str:
     await call("GET", f"/api/v1/tasks/{task}", status=200)
     await call("GET", f"/api/v1/tasks/{ABSENT}", status=404)
     return str(task)
+
+
+async def _approvals(call: Scenario, edge: Edge, run: str) -> None:
+    """An approval asked as a run asks it (storage: no operator route asks), then answered."""
+    thread = (await edge.thread("person:ann", "role:ops"))["id"]
+    assert edge.server.app is not None
+    asked = await edge.server.app[DATABASE_KEY].approvals.request(
+        ThreadId(thread), run, Address("role:ops"), ApprovalRequest(
+            title="Restart web?", description=None, options=YES_NO,
+            tool=ToolCallAsked(name="execute", arguments={"command": "restart web"}),
+            approvers=(), expires_at=datetime.now(UTC) + timedelta(minutes=5)))  # fmt: skip
+    await call("GET", f"/api/v1/threads/{thread}/approvals?as=person:ann", status=200)
+    await call("GET", f"/api/v1/approvals/{asked.id}", status=200)
+    await call("GET", f"/api/v1/approvals/{ABSENT}", status=404)
+    answer = {"option": "yes", "as": "person:ann", "channel": "web"}
+    await call("POST", f"/api/v1/approvals/{asked.id}", answer, status=200)
+    await call("POST", f"/api/v1/approvals/{asked.id}", answer, status=409)
+    await call("GET", f"/api/v1/threads/{thread}/approvals?state=all", status=200)
+    await call("GET", f"/api/v1/threads/{thread}/timeline", status=200)
 
 
 async def _people(call: Scenario) -> None:
@@ -478,6 +504,7 @@ async def _widget(call: Scenario, edge: Edge) -> None:
     token = session["session_token"]
     await call("POST", "/widget/v1/messages", {"text": "hello"}, status=201, token=token)
     await call("GET", "/widget/v1/history?limit=5", status=200, token=token)
+    await _widget_approval(call, edge, session)
     await call("POST", "/widget/v1/fresh", status=200, token=token)
     await call("POST", "/widget/v1/link-codes", status=201, token=token)
     code = await edge.post("/api/v1/persons", {"display_name": "Dee"})
@@ -492,6 +519,29 @@ async def _widget(call: Scenario, edge: Edge) -> None:
         assert first.strip(), "the stream opens with its ready event"
         reply = Reply(stream.status, first.decode(), stream.headers)
         call.exercised.add(call.doc.check("GET", "/widget/v1/stream", reply))
+
+
+async def _widget_approval(call: Scenario, edge: Edge, session: dict[str, Any]) -> None:
+    """The role asks in the widget's conversation; the visitor answers there."""
+    database = edge.server.app[DATABASE_KEY]
+    asked = await database.approvals.request(
+        ThreadId(session["conversation"]),
+        "run1",
+        Address("role:echo"),
+        ApprovalRequest(
+            title="Restart?",
+            description=None,
+            options=YES_NO,
+            tool=ToolCallAsked(name="execute", arguments={"command": "restart"}),
+            approvers=(),
+            expires_at=database.approvals.now() + timedelta(minutes=5),
+        ),
+    )
+    token = session["session_token"]
+    await call("GET", "/widget/v1/history?limit=5", status=200, token=token)
+    path = f"/widget/v1/approvals/{asked.id}"
+    await call("POST", path, {"option": "yes"}, status=200, token=token)
+    await call("POST", path, {"option": "no"}, status=409, token=token)
 
 
 async def _callbacks(call: Scenario, ids: dict[str, str]) -> None:

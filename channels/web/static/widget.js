@@ -51,7 +51,17 @@
  * turns up from the gateway after all (it got through, its answer did not) is the real one.
  *
  * Unread: a message of someone else that arrives while the panel is closed counts on the
- * launcher's badge and in the page's title ("(2) …") until the panel opens again.
+ * launcher's badge and in the page's title ("(2) …") until the panel opens again (and so does
+ * a role's request for approval).
+ *
+ * Approvals: a role's `approval_requested` is a card in the conversation — its question, the
+ * details, the tool call it is about (folded), one button per option and when it expires. A
+ * click answers (POST /widget/v1/approvals/{id}); the card's buttons say "busy" meanwhile. The
+ * `approval_resolved` that follows — from this widget, or from any other channel, over the
+ * stream — replaces the buttons with the outcome ("Allowed once by you", "Rejected by Bob in
+ * Slack", "Expired — no answer in time"). An answer refused (already answered elsewhere) shows
+ * the gateway's words on the card; the outcome follows on the stream. A resolution that comes
+ * before its card (history pages back, newest first) waits for it in `resolutions`.
  *
  * A page whose origin its site does not allow is told so (403 origin_not_allowed, which the
  * gateway makes readable across origins): the console says what the operator should do, the
@@ -245,6 +255,8 @@
       shown: new Set(), // seqs already handled: nothing is rendered twice
       messages: new Map(), // message id → its list item, for retractions
       retracted: new Set(), // ids of retracted messages not loaded yet
+      approvals: new Map(), // approval id → its card
+      resolutions: new Map(), // approval id → its resolution, when it came before its card
       cursor: 0, // the stream resumes after this seq
       // Where paging back continues: before `oldest` in `conversation` (null: the session's).
       paging: { conversation: null, rank: 0, oldest: null },
@@ -578,7 +590,10 @@
       return;
     }
     const items = Array.from(ui.list.children);
-    const empty = !items.some((item) => !item.hidden && item.classList.contains("message"));
+    const empty = !items.some(
+      (item) =>
+        !item.hidden && (item.classList.contains("message") || item.classList.contains("approval"))
+    );
     if (empty) state.welcomed = true;
     ui.welcome.hidden = !state.welcomed || state.showingArchive;
     ui.suggestions.hidden = !empty || !ui.suggestions.childElementCount;
@@ -596,7 +611,8 @@
   // --- unread, while the panel is closed -------------------------------------------------------
 
   function countUnread(event) {
-    if (isOpen() || event.kind !== "message" || event.mine || event.retracted) return;
+    const asks = event.kind === "message" || event.kind === "approval_requested";
+    if (isOpen() || !asks || event.mine || event.retracted) return;
     state.unread += 1;
     showUnread();
   }
@@ -1136,6 +1152,235 @@
     return el("li", { ...attributes, "data-at": event.at }, text);
   }
 
+  // --- approvals ---------------------------------------------------------------------------------
+
+  /** What choosing an option of each kind did, as the outcome says it. */
+  const DONE = {
+    allow_once: "Allowed once",
+    allow_always: "Always allowed",
+    reject_once: "Rejected",
+    reject_always: "Always rejected",
+  };
+  /** Labels that say no more than their kind does (the outcome then leaves them out). */
+  const PLAIN_LABELS = {
+    allow_once: ["allow once", "allow", "approve", "yes"],
+    allow_always: ["allow always", "always allow"],
+    reject_once: ["reject once", "reject", "deny", "no"],
+    reject_always: ["reject always", "always reject"],
+  };
+  const ANSWERED_WHERE = { slack: "in Slack", api: "through the API", email: "by email" };
+
+  /** "Allowed once by Alice", "Rejected by Bob in Slack", "Expired — no answer in time". */
+  function outcomeText(resolution) {
+    if (resolution.outcome === "expired") return "Expired — no answer in time";
+    if (resolution.outcome === "cancelled") return "Cancelled";
+    const option = resolution.option || {};
+    const label = String(option.label || option.id || "");
+    const done = DONE[option.kind];
+    let what = `Answered “${label}”`;
+    if (done) {
+      const plain = PLAIN_LABELS[option.kind].includes(label.trim().toLowerCase());
+      what = plain ? done : `${done} (“${label}”)`;
+    }
+    const who = resolution.mine ? "you" : resolution.by_name || resolution.by || "someone";
+    const channel = resolution.channel;
+    const where =
+      channel && channel !== "web" ? ` ${ANSWERED_WHERE[channel] || `in ${channel}`}` : "";
+    return `${what} by ${who}${where}`;
+  }
+
+  /** How the outcome looks: allowed, rejected, answered (a plain choice), expired, cancelled. */
+  function outcomeLook(resolution) {
+    const kind = (resolution.option && resolution.option.kind) || "";
+    if (resolution.outcome !== "answered") return resolution.outcome;
+    if (kind.startsWith("allow")) return "allowed";
+    if (kind.startsWith("reject")) return "rejected";
+    return "answered";
+  }
+
+  /** "at 14:05" today, else "Friday, 4 December at 14:05". */
+  function formatWhen(at) {
+    const date = new Date(at);
+    if (Number.isNaN(date.getTime())) return "";
+    const time = formatTime(at);
+    return localDay(date) === localDay(new Date()) ? `at ${time}` : `${dayLabel(date)} at ${time}`;
+  }
+
+  /**
+   * The card of an approval request: who asks, the question and its details, the tool call it
+   * is about (folded), a button per option and the expiry. Only the session's conversation's
+   * cards are answered here (`rank` 0), and only by a person the request lets answer.
+   */
+  function renderApproval(event, rank) {
+    const title = String(event.title || "");
+    const asker = event.author_name || event.author || "";
+    const item = el("li", {
+      class: "approval",
+      "data-seq": event.seq,
+      "data-id": event.id,
+      "data-author": event.author,
+      "data-at": event.at,
+      "data-state": "pending",
+    });
+    const box = el("div", {
+      class: "approval-card",
+      role: "group",
+      "aria-label": `Approval request from ${asker}: ${title}`,
+    });
+    const meta = el("p", { class: "meta" });
+    meta.append(
+      el("span", { class: "author" }, asker),
+      el("span", { class: "approval-tag" }, "asks for approval"),
+      el("time", { datetime: event.at }, formatTime(event.at))
+    );
+    box.append(meta, el("p", { class: "approval-title" }, title));
+    if (event.description) {
+      const description = el("div", { class: "text approval-description" });
+      renderMarkdown(String(event.description), description);
+      box.append(description);
+    }
+    if (event.tool && event.tool.name) box.append(renderToolCall(event.tool));
+
+    const actions = el("div", { class: "approval-actions" });
+    const card = {
+      id: event.id,
+      title,
+      item,
+      actions,
+      buttons: [],
+      sending: false,
+      closed: false, // refused for good (answered elsewhere, not ours to answer)
+      resolved: false,
+    };
+    if (rank === 0 && event.can_answer !== false) {
+      for (const option of Array.isArray(event.options) ? event.options : []) {
+        const button = el(
+          "button",
+          {
+            class: "approval-option",
+            type: "button",
+            "data-option": option.id,
+            "data-kind": option.kind,
+          },
+          String(option.label || option.id)
+        );
+        button.addEventListener("click", () => answerApproval(card, option));
+        card.buttons.push(button);
+        actions.append(button);
+      }
+    } else {
+      actions.append(el("p", { class: "approval-waiting" }, waitingFor(event, rank)));
+    }
+    card.expiry = el("p", { class: "approval-expiry" });
+    card.expiry.append(
+      "Expires ",
+      el("time", { datetime: event.expires_at }, formatWhen(event.expires_at))
+    );
+    card.note = el("p", { class: "approval-note", hidden: true });
+    box.append(actions, card.expiry, card.note);
+    item.append(box);
+    state.approvals.set(event.id, card);
+    const resolution = event.resolution || state.resolutions.get(event.id);
+    state.resolutions.delete(event.id);
+    if (resolution) showOutcome(card, resolution);
+    return item;
+  }
+
+  /** The tool call a request is about: its name and its arguments, folded under "Details". */
+  function renderToolCall(tool) {
+    const details = el("details", { class: "approval-details" });
+    const summary = el("summary", {}, "Details");
+    const name = el("p", {});
+    name.append("Tool: ", el("code", {}, String(tool.name)));
+    let text;
+    try {
+      text = JSON.stringify(tool.arguments === undefined ? {} : tool.arguments, null, 2);
+    } catch {
+      text = String(tool.arguments);
+    }
+    const args = el("pre", { "aria-label": "Arguments" });
+    args.append(el("code", {}, text));
+    details.append(summary, name, args);
+    return details;
+  }
+
+  function waitingFor(event, rank) {
+    if (rank !== 0) return "Asked in an earlier conversation.";
+    const names = (Array.isArray(event.approvers) ? event.approvers : []).map(
+      (approver) => approver.name || approver.address
+    );
+    if (!names.length) return "Waiting for an answer.";
+    return `Waiting for an answer from ${names.join(", ")}.`;
+  }
+
+  /** A resolution: its card shows the outcome (or it waits for a card not loaded yet). */
+  function resolveApproval(resolution) {
+    const card = state.approvals.get(resolution.target);
+    if (card) showOutcome(card, resolution);
+    else state.resolutions.set(resolution.target, resolution);
+  }
+
+  /** The outcome replaces the buttons; focus on one of them moves to it. */
+  function showOutcome(card, resolution) {
+    if (card.resolved) return;
+    card.resolved = true;
+    const hadFocus = card.item.contains(root.activeElement);
+    const outcome = el("p", {
+      class: "approval-outcome",
+      "data-outcome": outcomeLook(resolution),
+      tabindex: "-1",
+    });
+    const mark = { allowed: "✓", rejected: "✕" }[outcomeLook(resolution)];
+    if (mark) outcome.append(el("span", { class: "approval-mark", "aria-hidden": "true" }, mark));
+    outcome.append(outcomeText(resolution));
+    card.item.dataset.state = resolution.outcome;
+    card.item.removeAttribute("aria-busy");
+    card.actions.replaceChildren(outcome);
+    card.buttons = [];
+    card.expiry.hidden = true;
+    if (hadFocus) outcome.focus();
+  }
+
+  /**
+   * Answer with `option`. The buttons are disabled while the answer is on its way; the
+   * resolution it makes comes back at once (and again on the stream, handled once). A refusal
+   * is shown on the card; one that stands (answered elsewhere already, not this person's to
+   * answer) leaves the buttons disabled, and the outcome follows on the stream.
+   */
+  async function answerApproval(card, option) {
+    if (card.sending || card.closed || card.resolved) return;
+    card.sending = true;
+    setAnswering(card, true);
+    card.note.hidden = true;
+    let closed = false;
+    try {
+      await state.starting;
+      if (!state.session) return; // starting failed, and said why
+      const path = `/widget/v1/approvals/${encodeURIComponent(card.id)}`;
+      const answer = await authorized("POST", path, { option: option.id });
+      clearError();
+      if (answer && answer.event) addEvent(answer.event);
+    } catch (error) {
+      closed = [403, 404, 409].includes(error.status);
+      card.closed = closed;
+      card.note.textContent = describe(error);
+      card.note.hidden = false;
+      setStatus(`${card.title}: ${card.note.textContent}`);
+    } finally {
+      card.sending = false;
+      if (!card.resolved) setAnswering(card, closed);
+    }
+  }
+
+  function setAnswering(card, disabled) {
+    for (const button of card.buttons) {
+      if (disabled) button.setAttribute("aria-disabled", "true");
+      else button.removeAttribute("aria-disabled");
+    }
+    if (card.sending) card.item.setAttribute("aria-busy", "true");
+    else card.item.removeAttribute("aria-busy");
+  }
+
   // --- days --------------------------------------------------------------------------------------
 
   /** The local calendar day of `date`, as YYYY-MM-DD. */
@@ -1237,6 +1482,10 @@
       retract(event.target);
       return true;
     }
+    if (event.kind === "approval_resolved") {
+      resolveApproval(event);
+      return true;
+    }
     let item = null;
     if (event.kind === "message") {
       item = renderMessage(event);
@@ -1244,6 +1493,8 @@
       if (event.mine && rank === 0) arrived(event);
     } else if (event.kind === "system") {
       item = renderNotice(event);
+    } else if (event.kind === "approval_requested") {
+      item = renderApproval(event, rank);
     }
     if (!item) return false; // other kinds (membership changes) are not shown in the widget
     item.dataset.rank = rank;
@@ -2147,6 +2398,44 @@ button, textarea, input { font: inherit; color: inherit; }
   align-self: center; padding: 2px 10px; border-radius: 999px;
   font-size: 12px; color: #51545f; background: #eceef4;
 }
+.approval {
+  padding: 10px 12px; border: 1px solid #e1e3ea; border-left: 4px solid #a9adbb;
+  border-radius: 12px; background: #fff;
+}
+.approval[data-state="pending"] { border-left-color: var(--accent); }
+.approval-card { display: flex; flex-direction: column; gap: 6px; }
+.approval-card .meta { margin: 0; }
+.approval-tag { color: #51545f; }
+.approval-title { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
+.approval-details { font-size: 13px; }
+.approval-details summary {
+  width: fit-content; cursor: pointer; color: var(--accent-ink); font-weight: 600;
+}
+.approval-details p { margin: 6px 0 4px; }
+.approval-details code, .approval-details pre {
+  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12px;
+}
+.approval-details pre {
+  margin: 0; padding: 8px 10px; max-height: 200px; overflow: auto; border-radius: 8px;
+  background: rgba(40, 45, 70, .08); white-space: pre;
+}
+.approval-actions { display: flex; flex-wrap: wrap; gap: 6px; }
+.approval-option {
+  min-height: 36px; padding: 0 14px; border: 1px solid var(--accent); border-radius: 10px;
+  background: #fff; color: var(--accent-ink); font-weight: 600; cursor: pointer;
+}
+.approval-option:hover { background: var(--accent-soft); }
+.approval-option[data-kind^="allow"] { background: var(--accent); color: var(--on-accent); }
+.approval-option[data-kind^="allow"]:hover { background: var(--accent-strong); }
+.approval-option[data-kind^="reject"] { border-color: #b3261e; color: #8a1111; }
+.approval-option[aria-disabled="true"] { opacity: .55; cursor: default; }
+.approval-waiting, .approval-expiry { margin: 0; font-size: 12px; color: #51545f; }
+.approval-note { margin: 0; font-size: 13px; color: #8a1111; }
+.approval-outcome { margin: 0; font-weight: 600; color: #51545f; }
+.approval-outcome[data-outcome="allowed"] { color: #0b6b3a; }
+.approval-outcome[data-outcome="rejected"] { color: #8a1111; }
+.approval-outcome[data-outcome="answered"] { color: #2b2d35; }
+.approval-mark { margin-right: 6px; }
 
 .working { margin: 0; padding: 4px 14px; font-size: 13px; color: #51545f; background: #f7f8fb; }
 .error {
@@ -2211,6 +2500,24 @@ ${darkRules(':host([data-theme="auto"])')}
   .link-button.primary {
     background: var(--accent); color: var(--on-accent); border-color: var(--accent);
   }
+  .approval {
+    background: #2b2d35; border-color: #3a3d48; border-left-color: #5a5e6b; color: #eceef4;
+  }
+  .approval[data-state="pending"] { border-left-color: #aebfff; }
+  .approval-tag, .approval-waiting, .approval-expiry { color: #b4b7c2; }
+  .approval-details summary { color: #aebfff; }
+  .approval-details pre { background: rgba(255, 255, 255, .08); }
+  .approval-option { background: #23252c; color: #aebfff; border-color: #aebfff; }
+  .approval-option:hover { background: #2f3240; }
+  .approval-option[data-kind^="allow"] {
+    background: var(--accent); color: var(--on-accent); border-color: var(--accent);
+  }
+  .approval-option[data-kind^="reject"] { color: #ffb4ab; border-color: #ffb4ab; }
+  .approval-note { color: #ffb4ab; }
+  .approval-outcome { color: #c9ccd6; }
+  .approval-outcome[data-outcome="allowed"] { color: #7fd8a6; }
+  .approval-outcome[data-outcome="rejected"] { color: #ffb4ab; }
+  .approval-outcome[data-outcome="answered"] { color: #eceef4; }
 `;
     return rules.replace(/^( *)([^{}\n]+?)\s*\{/gm, (_, indent, selectors) => {
       const scoped = selectors.split(",").map((selector) => `${scope} ${selector.trim()}`);

@@ -49,10 +49,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 
+from core.engine.approvals import HoldTurn, no_hold
 from core.engine.host.conversation_turn import ConversationTurn
 from core.engine.host.drafts import Draft, DraftListener
-from core.engine.host.live import LiveRun
+from core.engine.host.live import LiveRun, hold_turn
 from core.engine.host.observer import HostObserver, NoObserver
 from core.engine.host.ownership import HeldElsewhere, Ownership, SoleOwner
 from core.engine.host.reads import TurnReads
@@ -627,6 +629,12 @@ class RunHost:
         live = self._by_run.get(run_id)
         here = live.tool_budget if live is not None else None
         return here if here is not None else self._tool_budgets.find(run_id)
+
+    def hold_turn(self, run_id: RunId) -> HoldTurn:
+        """What keeps the run's running turn's timeout from counting while one of its tool calls
+        waits for a person, when a turn of it runs here (elsewhere: nothing to hold)."""
+        live = self._by_run.get(run_id)
+        return partial(hold_turn, live) if live is not None else no_hold
 
     def is_awake(self, run_id: RunId) -> bool:
         live = self._by_run.get(run_id)

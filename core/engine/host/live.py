@@ -8,6 +8,8 @@ nudge, so ten thousand idle conversations cost nothing but rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -58,6 +60,8 @@ class LiveRun:
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
     attempt: asyncio.Task[Attempted] | None = None
+    deadline: asyncio.Timeout | None = None
+    """The running attempt's timeout (the role's `turn_timeout`), while one runs here."""
     """The running attempt at a turn (what `cancel` stops)."""
     tool_budget: ToolBudget | None = None
     """The tool calls the running attempt may still make (None between turns)."""
@@ -72,3 +76,22 @@ class LiveRun:
     @property
     def busy(self) -> bool:
         return self.driving is not None
+
+
+@contextlib.asynccontextmanager
+async def hold_turn(live: LiveRun, longest: float) -> AsyncIterator[None]:
+    """While the run waits up to `longest` seconds for a person, its turn's timeout does not
+    count: the deadline moves out by the longest wait, then back to what was left of it."""
+    deadline = live.deadline
+    when = deadline.when() if deadline is not None else None
+    if deadline is None or when is None or deadline.expired():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    left = max(when - loop.time(), 0.0)
+    deadline.reschedule(loop.time() + longest + left)
+    try:
+        yield
+    finally:
+        if live.deadline is deadline and not deadline.expired():
+            deadline.reschedule(loop.time() + left)

@@ -27,11 +27,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from core.engine.host.attempt import Attempted, Collected, collect
 from core.engine.host.drafts import DraftKind
-from core.engine.host.live import LiveRun
+from core.engine.host.live import LiveRun, hold_turn
 from core.engine.host.mending import Mending
 from core.engine.host.observer import HostObserver
 from core.engine.host.sessions import Sessions, needs_opening
@@ -384,6 +385,7 @@ class TurnTaker:
             budgets = self._budgets if self._sessions.calls_tools_from_outside(role) else LOCAL
             budget = await budgets.open(turn.run.id, role.max_tool_calls_per_turn)
             live.tool_budget = turn.tools.budget = budget
+            turn.tools.hold = partial(hold_turn, live)
             began.append(self._clock())
             session = await self._sessions.for_turn(live, role, turn.run)
             told.append(turn.prompt)
@@ -397,10 +399,10 @@ class TurnTaker:
 
         live.attempt = asyncio.create_task(attempt())
         try:
-            async with asyncio.timeout(role.turn_timeout + delay):
+            async with asyncio.timeout(role.turn_timeout + delay) as live.deadline:
                 return await live.attempt
         finally:
-            live.attempt = None
+            live.attempt = live.deadline = None
             budget, live.tool_budget, turn.tools.budget = live.tool_budget, None, None
             try:
                 await did.close(budget)  # an attempt that raised: the notes on what it did

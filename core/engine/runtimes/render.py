@@ -18,4 +18,9 @@ def event_line(event: PromptEvent, *, dated: bool = False) -> str:
         target = f"#{event.target_seq}" if event.target_seq is not None else "an earlier message"
         reason = f": {event.text}" if event.text else ""
         return f"{at} {event.author} retracted {target}{reason}"
+    if event.kind == "approval_requested":
+        return f"{at} {event.author} asked: {event.text or ''}"
+    if event.kind == "approval_resolved":
+        target = f"#{event.target_seq}" if event.target_seq is not None else "a question"
+        return f"{at} {target} was {event.text or 'resolved'}"
     return f"{at} (notice) {event.text or ''}"

@@ -8,8 +8,9 @@ Everything a tool offers comes from that one declaration (like the MCP SDK's
   runtime's function tools);
 - its **JSON Schema**, generated from the method's typed signature: each argument is
   `Annotated[T, Arg(...)]`, `T` giving the type (`str`, `int`, a mapping for a JSON object) and
-  `Arg` its description, the limits, the choices, whether null may be sent and, for an object,
-  the object's own schema; an argument is required when it has no default. A tool that takes
+  `Arg` its description, the limits, the choices, whether null may be sent and, for an object
+  or a list, its own schema (`properties`, `items`); an argument is required when it has no
+  default. A tool that takes
   exactly one of its arguments (`exactly_one`) says so with `minProperties` and `maxProperties`
   of 1: the schema's top level holds no `oneOf`/`anyOf`/`allOf` (nor `if`/`not`), which the
   model APIs agents sit behind refuse in a tool's parameters (Anthropic's, OpenAI's) or for
@@ -225,6 +226,7 @@ def offered(methods: Iterable[Callable[..., Any]]) -> dict[str, Tool]:
     return tools
 
 
+_CONTAINERS: Mapping[type, str] = {dict: "object", list: "array"}
 _JSON_TYPES: Mapping[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -241,13 +243,15 @@ def _unwrap(hint: Any, where: str) -> tuple[type, Arg]:
         hint = given[0]
     if get_origin(hint) is not None and issubclass(get_origin(hint), Mapping):
         return dict, arg
+    if get_origin(hint) is list:
+        return list, arg
     if hint in _JSON_TYPES:
         return hint, arg
     raise TypeError(f"{where}: no JSON type for {hint!r}")
 
 
 def _property(kind: type, arg: Arg) -> dict[str, Any]:
-    json_type = "object" if kind is dict else _JSON_TYPES[kind]
+    json_type = _CONTAINERS.get(kind) or _JSON_TYPES[kind]
     schema: dict[str, Any] = {"type": [json_type, "null"] if arg.nullable else json_type}
     if arg.doc:
         schema["description"] = arg.doc

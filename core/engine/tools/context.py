@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from core.engine.approvals import HoldTurn, no_hold
 from core.engine.tools.budget import ToolBudget
 from core.model.errors import NotAllowed
 from core.model.roles.roster import Roster
@@ -38,13 +39,16 @@ class ToolContext:
         roster: Roster,
         budget: ToolBudget | None = None,
         answering: EventId | Unread | None = UNREAD,
+        hold: HoldTurn = no_hold,
     ) -> None:
         """`roster`: the roles a task may be assigned to; `budget`: the running turn's, when
         there is one (calls outside a turn — an operator's token used by hand — are not
         counted); `answering`: the person's message the running turn answers (None: the turn
         was woken by task news), when the caller knows it — else it is read when needed (the
-        latest person's message past the run's cursor)."""
+        latest person's message past the run's cursor); `hold`: keeps the running turn's
+        timeout from counting while a tool waits for a person (`ask`)."""
         self._db = database
+        self.hold = hold
         self._run = run
         self._roster = roster
         self._answering = answering

@@ -75,7 +75,9 @@ MESSAGE_REF = obj({"id": described(STRING, "the event's id"), "seq": INTEGER})
 EVENT = obj(
     {
         "kind": described(
-            STRING, "message, participant_state_changed, retraction or system (others may come)"
+            STRING,
+            "message, participant_state_changed, retraction, system, approval_requested or "
+            "approval_resolved (others may come)",
         ),
         "id": STRING,
         "seq": described(INTEGER, "its place in the conversation's timeline"),
@@ -83,10 +85,14 @@ EVENT = obj(
     },
     {
         "author": STRING,
-        "text": described(STRING, "a message's text, a retraction's reason, a system note"),
+        "text": described(
+            STRING,
+            "a message's text, a retraction's reason, a system note, a question asked, how "
+            "a question was resolved",
+        ),
         "participant": described(STRING, "whose state changed"),
         "state": described(STRING, "active or removed"),
-        "target_seq": described(INTEGER, "the retracted message's seq"),
+        "target_seq": described(INTEGER, "the retracted message's or the question's seq"),
         "retracted": described(TRUE, "the message was retracted since"),
     },
     description="an event as agents are told it",

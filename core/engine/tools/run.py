@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.engine.tools.approvals import ApprovalTools
 from core.engine.tools.base import Tool, offered
 from core.engine.tools.conversation import ConversationTools
 from core.engine.tools.memory import MemoryTools
@@ -21,7 +22,7 @@ from core.engine.tools.tasks import TaskTools
 from core.model.errors import InvalidInput, NotFound
 
 
-class RunTools(ConversationTools, MemoryTools, TaskTools, SubscriptionTools):
+class RunTools(ConversationTools, ApprovalTools, MemoryTools, TaskTools, SubscriptionTools):
     async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
         """Any tool by name, as remote agents call them (`call_tool`)."""
         return await call_tool(self, name, dict(arguments))
@@ -34,6 +35,7 @@ TOOLS: Mapping[str, Tool] = offered(
         RunTools.recall,
         RunTools.send_message,
         RunTools.retract,
+        RunTools.ask,
         RunTools.task_create,
         RunTools.task_get,
         RunTools.task_list,

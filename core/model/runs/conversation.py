@@ -9,8 +9,9 @@ A run is only ever nudged; it then reads every event after its cursor that its r
 - The run's own messages and the gateway's `system` notes are not news to it, nor is what its role
   may not see. When nothing but those lies past the cursor, the cursor simply moves over them (no
   turn).
-- Other news (a participant removed or re-added, a retraction) does not wake a turn on its own; it
-  stays past the cursor and is told with the next turn.
+- Other news (a participant removed or re-added, a retraction, how a question the role asked
+  was resolved) does not wake a turn on its own; it stays past the cursor and is told with the
+  next turn. The role's own questions (`approval_requested`) are not news to it.
 - News of a task the run subscribes to — a change made by anyone but this run — wakes a turn
   (cause `news` when no person's message came with it); all of it comes as one digest.
 
@@ -29,7 +30,14 @@ from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.runs.prompt import Prompt, PromptEvent
 from core.model.runs.run import TurnCause, TurnOutcome
 from core.model.tasks import Task, TaskEvent
-from core.model.timeline import AnyEvent, EventId, Message, Retraction, SystemNote
+from core.model.timeline import (
+    AnyEvent,
+    ApprovalRequested,
+    EventId,
+    Message,
+    Retraction,
+    SystemNote,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +73,7 @@ def latest_from_a_person(events: Sequence[AnyEvent]) -> EventId | None:
 def _own(event: AnyEvent, role: Address) -> bool:
     if isinstance(event, SystemNote):
         return True
-    if isinstance(event, Message | Retraction):
+    if isinstance(event, Message | Retraction | ApprovalRequested):
         return event.author == role
     return False
 

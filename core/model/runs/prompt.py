@@ -14,6 +14,8 @@ from typing import Any
 
 from core.model.timeline import (
     AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
     EventId,
     Message,
     Retraction,
@@ -70,6 +72,19 @@ class PromptEvent:
                 author=event.author,
                 text=event.reason,
                 target_seq=target,
+            )
+        if isinstance(event, ApprovalRequested):
+            return cls(kind=kind, id=id_, seq=seq, at=at, author=event.author, text=event.title)
+        if isinstance(event, ApprovalResolved):
+            resolution = event.resolution
+            return cls(
+                kind=kind,
+                id=id_,
+                seq=seq,
+                at=at,
+                author=resolution.by,
+                text=resolution.says(),
+                target_seq=(seq_of or {}).get(event.target),
             )
         assert isinstance(event, SystemNote)
         return cls(kind=kind, id=id_, seq=seq, at=at, text=event.text)
