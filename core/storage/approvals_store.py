@@ -210,6 +210,14 @@ class ResolveApproval(NoRuns):
         now = from_micros(batch.now)
         if self.outcome is Outcome.ANSWERED:
             assert self.by is not None
+            # A question asked while the answerer was removed is not theirs to answer.
+            ranges = visible_ranges(batch.connection, self.thread_id, self.by)  # type: ignore[arg-type]
+            if not any(
+                low <= request.seq and (high is None or request.seq <= high) for low, high in ranges
+            ):
+                raise NotFound(
+                    f"no approval with id {self.approval_id!r}", code="approval_not_found"
+                )
             return check_answer(
                 options=request.options,
                 approvers=request.approvers,

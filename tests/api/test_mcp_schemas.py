@@ -163,6 +163,7 @@ async def test_every_tools_real_answer_holds_to_its_output_schema(patient: Api) 
         context = {"kind": "follow_up", "originating_message": pending[0]["id"]}
         sent = await call("send_message", {"text": "On it.", "context": context})
         await call("retract", {"message_id": sent["id"], "reason": "too soon"})
+        await call("ask", {"question": "Order more?", "options": ["Yes", "Later"], "expires_in": 1})
         task = await call("task_create", {"title": "Buy toner", "body": "2", "assignee": "echo"})
         await call("task_comment", {"task_id": task["id"], "text": "ordered"})
         await call("task_update", {"task_id": task["id"], "status": "done", "assignee": None})

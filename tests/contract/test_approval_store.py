@@ -218,3 +218,15 @@ async def test_the_waiter_expires_its_approval_at_its_time_and_cancels_it_when_s
         expired = await wait_for_answer(db, due, clock=clock)
     assert expired.outcome is Outcome.EXPIRED and expired.target == due.id
     assert [a.id for a, _ in await db.approvals.of_thread(thread_id, pending=True)] == []
+
+
+async def test_a_question_asked_while_someone_was_removed_is_not_theirs_to_answer(
+    db: Database, clock: Clock
+) -> None:
+    thread, _ = await db.threads.resolve(ParticipantSet.of([ALICE, BOB, ROLE]))
+    await db.threads.set_participant_state(thread.id, BOB, ParticipantState.REMOVED)
+    event = await db.approvals.request(thread.id, "run1", ROLE, request(clock))
+    await db.threads.set_participant_state(thread.id, BOB, ParticipantState.ACTIVE)
+    with pytest.raises(NotFound):
+        await db.approvals.answer(event.id, BOB, "allow", channel="web")
+    assert (await db.approvals.answer(event.id, ALICE, "allow", channel="web")).by == ALICE
