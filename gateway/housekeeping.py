@@ -31,7 +31,6 @@ from aiohttp import web
 from channels.edge.leasing import LeaseTerms, Leasing
 from channels.edge.requests import DATABASE_KEY
 from channels.web.limits import BURST
-from core.model.approvals import ApprovalClosed
 from core.model.errors import Conflict
 from core.model.leases import LeaseKind
 from core.model.webhooks import Source
@@ -101,17 +100,20 @@ async def pass_if_held(
 
 
 async def expire_approvals(database: Database, *, batch: int = 100) -> int:
-    """Resolve every approval past its expiry as `expired`; how many this call expired (one
-    answered or expired elsewhere meanwhile is left as it is)."""
+    """Resolve every approval past its expiry as `expired`, a batch at a time (one write batch
+    each); how many this call expired (one answered or expired elsewhere meanwhile is left)."""
     expired = 0
     while due := await database.approvals.due(database.approvals.now(), limit=batch):
-        for approval_id, thread_id in due:
-            try:
-                await database.approvals.expire(approval_id, thread_id)
-                expired += 1
-            except (ApprovalClosed, Conflict):
-                pass
-        if len(due) < batch:
+        ends = await asyncio.gather(
+            *(database.approvals.expire(a, t) for a, t in due), return_exceptions=True
+        )
+        if failed := [
+            e for e in ends if isinstance(e, BaseException) and not isinstance(e, Conflict)
+        ]:
+            raise failed[0]
+        done = sum(1 for e in ends if not isinstance(e, BaseException))
+        expired += done
+        if len(due) < batch or not done:
             break
     return expired
 

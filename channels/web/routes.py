@@ -68,7 +68,7 @@ from channels.web.stream import (
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
 from core.engine.host.host import RunHost
 from core.model.approvals import ApprovalClosed
-from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
+from core.model.errors import InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.participants import Address, ParticipantSet
 from core.model.people import Identity, Person, parse_identity
 from core.model.timeline import (
@@ -502,9 +502,9 @@ async def answer_approval(request: web.Request) -> web.Response:
     database = request.app[DATABASE_KEY]
     asked = await _approval_here(database, request.match_info["id"], session, person)
     try:
-        answered = await database.approvals.answer(asked.id, person, body["option"], channel="web")
+        answered = await database.approvals.answer(asked, person, body["option"], channel="web")
     except ApprovalClosed:
-        resolution = await _closed(database, asked, person)
+        _, resolution = await database.approvals.get(asked.id, viewer=person)
         told = await too_late(resolution, viewer=person, names=channel.names)
         raise ApprovalClosed(told) from None
     # 200, as the API answers an approval: the answer acts on the approval, which exists already.
@@ -517,59 +517,26 @@ async def _approval_here(
 ) -> ApprovalRequested:
     """The approval of the session's conversation that `person` sees; any other id — unknown,
     another conversation's, asked while the person was removed — is the same 404."""
-    thread_id = ThreadId(session.conversation)
-    unknown = NotFound(
-        f"no approval with id {approval_id!r} in this conversation", code="approval_not_found"
-    )
     try:
-        asked, _ = await database.approvals.get(approval_id)
+        asked, _ = await database.approvals.get(
+            approval_id, thread_id=ThreadId(session.conversation), viewer=person
+        )
     except NotFound:
-        raise unknown from None
-    if asked.thread_id != thread_id or not await _sees(database, thread_id, person, asked):
-        raise unknown
+        raise NotFound(
+            f"no approval with id {approval_id!r} in this conversation", code="approval_not_found"
+        ) from None
     return asked
-
-
-async def _closed(
-    database: Database, asked: ApprovalRequested, person: Address
-) -> ApprovalResolved | None:
-    """How a closed approval was resolved, as `person` sees it (None: not in what they see). One
-    refused because its time has passed, with no resolution yet, is recorded as expired now, so
-    that every channel showing it hears so."""
-    _, resolution = await database.approvals.get(asked.id)
-    if resolution is None:
-        with contextlib.suppress(Conflict):  # resolved meanwhile (or not expired after all)
-            resolution = await database.approvals.expire(asked.id, asked.thread_id)
-        if resolution is None:
-            _, resolution = await database.approvals.get(asked.id)
-    if resolution is None or not await _sees(database, asked.thread_id, person, resolution):
-        return None
-    return resolution
 
 
 async def _resolutions(
     database: Database, thread_id: ThreadId, viewer: Address, events: Iterable[AnyEvent]
 ) -> dict[EventId, ApprovalResolved]:
-    """How the approvals asked among `events` were resolved, as far as `viewer` sees."""
+    """How the approvals asked among `events` were resolved, as far as `viewer` sees: from the
+    page itself, the others in one read."""
     events = list(events)
     on_page = {e.target: e for e in events if isinstance(e, ApprovalResolved)}
-    found: dict[EventId, ApprovalResolved] = {}
-    for event in events:
-        if not isinstance(event, ApprovalRequested):
-            continue
-        if event.id in on_page:
-            found[event.id] = on_page[event.id]
-            continue
-        _, resolution = await database.approvals.get(event.id)
-        if resolution is not None and await _sees(database, thread_id, viewer, resolution):
-            found[event.id] = resolution
-    return found
-
-
-async def _sees(database: Database, thread_id: ThreadId, viewer: Address, event: AnyEvent) -> bool:
-    """Whether `viewer` sees `event` of the thread (`core.model.visibility`)."""
-    page = await database.threads.timeline(thread_id, viewer=viewer, after=event.seq - 1, limit=1)
-    return bool(page.events) and page.events[0].id == event.id
+    elsewhere = [e.id for e in events if isinstance(e, ApprovalRequested) and e.id not in on_page]
+    return {**await database.approvals.resolutions(thread_id, elsewhere, viewer), **on_page}
 
 
 async def start_fresh(request: web.Request) -> web.Response:

@@ -1,7 +1,7 @@
 """Asking people and waiting for their answer: what a run does when it needs a person's yes.
 
-`ask_and_wait` is the one way an approval is asked for and awaited — by the `ask` tool today,
-by a runtime's permission request tomorrow — so every asker keeps the same promises:
+`ask` and `wait_for_answer` are the one way an approval is asked for and awaited — by the `ask`
+tool today, by a runtime's permission request tomorrow — so every asker keeps the same promises:
 
 - **One question, asked once per turn.** A run that asks again what it asked earlier in the
   same unfinished turn (the replica running it died and the turn is run again after a
@@ -11,7 +11,7 @@ by a runtime's permission request tomorrow — so every asker keeps the same pro
 - **Exactly once, fail closed.** The first valid answer from any channel resolves it; no
   answer before the expiry resolves it as `expired` (committed by the waiter itself, so it
   does not wait for housekeeping), which reads as a rejection.
-- **A waiter that stops cancels.** A turn that is cancelled (or fails) while waiting resolves
+- **A waiter that stops cancels.** A turn that is cancelled (or times out) while waiting resolves
   the approval as `cancelled`, so no one answers a question nobody waits for. A process that
   dies cannot: its approval stays pending, for the turn that runs again to find.
 """
@@ -23,7 +23,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
 
 from core.model.approvals import ApprovalClosed, ApprovalRequest
 from core.model.errors import Conflict
@@ -70,25 +69,20 @@ async def ask(
     return await db.approvals.request(thread_id, run_id, role, request), None
 
 
-async def wait_for_answer(
-    db: Database, asked: ApprovalRequested, *, clock: Callable[[], datetime]
-) -> ApprovalResolved:
-    """Its resolution: the first answer, or `expired` once its time has passed. A waiter that
-    is cancelled resolves it as `cancelled` (unless an answer came first) and is cancelled."""
+async def wait_for_answer(db: Database, asked: ApprovalRequested) -> ApprovalResolved:
+    """Its resolution: the first answer, or `expired` once its time has passed by the writer's
+    clock. A waiter that is cancelled resolves it as `cancelled` (unless an answer came first)
+    and is cancelled."""
     try:
         while True:
-            left = (asked.expires_at - clock()).total_seconds()
+            left = (asked.expires_at - db.approvals.now()).total_seconds()
             try:
                 async with asyncio.timeout(max(left, 0.0)):
                     return await db.approvals.wait(asked.id)
             except TimeoutError:
                 pass
-            try:
+            with contextlib.suppress(Conflict):  # answered at the last moment: the wait has it
                 return await db.approvals.expire(asked.id, asked.thread_id)
-            except ApprovalClosed:
-                continue  # answered at the last moment: the wait finds it at once
-            except Conflict:  # the writer's clock says not yet: look again in a moment
-                await asyncio.sleep(0.05)
     except asyncio.CancelledError:
         await asyncio.shield(_cancel(db, asked))
         raise

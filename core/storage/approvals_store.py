@@ -16,13 +16,15 @@ it starts listening, so an answer committed in between is not missed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, delete, select
 
 from core.model.approvals import (
+    ApprovalClosed,
     ApprovalOption,
     ApprovalRequest,
     Outcome,
@@ -32,7 +34,7 @@ from core.model.approvals import (
     check_expire,
     check_open,
 )
-from core.model.errors import InvalidInput, NotFound
+from core.model.errors import Conflict, InvalidInput, NotFound
 from core.model.participants import Address
 from core.model.tasks import TaskEvent
 from core.model.timeline import (
@@ -47,7 +49,7 @@ from core.model.timeline import (
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.rows import event_from_row, from_micros, to_micros
-from core.storage.threads_reads import of_kind, visible_ranges
+from core.storage.threads_reads import covers, of_kind, visible_ranges
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
@@ -78,41 +80,79 @@ def _approval(row: Sequence[object]) -> Approval:
     return request, resolution
 
 
-def read_approval(c: Reads, approval_id: str) -> Approval:
+def _not_found(approval_id: str) -> NotFound:
+    return NotFound(f"no approval with id {approval_id!r}", code="approval_not_found")
+
+
+def read_approval(c: Reads, approval_id: str, thread_id: ThreadId | None = None) -> Approval:
+    """The approval (in `thread_id`, when given: another thread's is not found)."""
     row = c.execute(
         _WITH_RESOLUTION.where(
             _e.c.id == approval_id, of_kind(_e.c.kind, EventKind.APPROVAL_REQUESTED)
         )
     ).first()
     if row is None:
-        raise NotFound(f"no approval with id {approval_id!r}", code="approval_not_found")
-    return _approval(row)
+        raise _not_found(approval_id)
+    approval = _approval(row)
+    if thread_id is not None and approval[0].thread_id != thread_id:
+        raise _not_found(approval_id)
+    return approval
+
+
+def as_seen_by(c: Reads, approval: Approval, viewer: Address) -> Approval:
+    """The approval as `viewer` sees it: not found when its request is not in what they see (it
+    was asked while they were removed), pending when its resolution is not."""
+    request, resolution = approval
+    ranges = visible_ranges(c, request.thread_id, viewer)
+    if not covers(ranges, request.seq):
+        raise _not_found(request.id)
+    return request, resolution if resolution and covers(ranges, resolution.seq) else None
 
 
 def read_thread_approvals(
     c: Connection, thread_id: ThreadId, viewer: Address | None, *, pending: bool, limit: int
 ) -> list[Approval]:
     """The thread's approvals `viewer` may see (None: the operator), oldest first; `pending`:
-    only those not resolved."""
+    only those not resolved as far as the viewer sees (a resolution during their blackout is
+    not in what they see, so to them the approval is pending)."""
     ranges = visible_ranges(c, thread_id, viewer)
     query = _WITH_RESOLUTION.where(
         _e.c.thread_id == thread_id, of_kind(_e.c.kind, EventKind.APPROVAL_REQUESTED)
     )
-    if pending:
-        query = query.where(_resolution.c.id.is_(None))
     found: list[Approval] = []
-
-    def visible(seq: int) -> bool:
-        return any(low <= seq and (high is None or seq <= high) for low, high in ranges)
-
     for row in c.execute(query.order_by(_e.c.seq)):
         request, resolution = _approval(row)
-        if not visible(request.seq):
+        if not covers(ranges, request.seq):
             continue
-        # A resolution the viewer may not see (it came during their blackout) is not shown.
-        found.append((request, resolution if resolution and visible(resolution.seq) else None))
+        seen = resolution if resolution and covers(ranges, resolution.seq) else None
+        if pending and seen is not None:
+            continue
+        found.append((request, seen))
         if len(found) == limit:
             break
+    return found
+
+
+def read_resolutions(
+    c: Connection, thread_id: ThreadId, approval_ids: Collection[str], viewer: Address
+) -> dict[EventId, ApprovalResolved]:
+    """How these approvals of the thread were resolved, as far as `viewer` sees."""
+    if not approval_ids:
+        return {}
+    ranges = visible_ranges(c, thread_id, viewer)
+    rows = c.execute(
+        select(_e).where(
+            _e.c.thread_id == thread_id,
+            of_kind(_e.c.kind, EventKind.APPROVAL_RESOLVED),
+            _e.c.target.in_(list(approval_ids)),
+        )
+    )
+    found: dict[EventId, ApprovalResolved] = {}
+    for row in rows:
+        resolution = event_from_row(row)
+        assert isinstance(resolution, ApprovalResolved)
+        if covers(ranges, resolution.seq):
+            found[resolution.target] = resolution
     return found
 
 
@@ -201,23 +241,17 @@ class ResolveApproval(NoRuns):
         return (self.thread_id,)
 
     def check(self, batch: BatchView) -> ApprovalOption | None:
-        request, resolved = read_approval(batch.connection, self.approval_id)
-        if request.thread_id != self.thread_id:
-            raise NotFound(f"no approval with id {self.approval_id!r}", code="approval_not_found")
+        asked = read_approval(batch.connection, self.approval_id, self.thread_id)
+        request, resolved = asked
         resolution = batch.resolved_here(self.approval_id) or (
             resolved.resolution if resolved else None
         )
         now = from_micros(batch.now)
         if self.outcome is Outcome.ANSWERED:
             assert self.by is not None
-            # A question asked while the answerer was removed is not theirs to answer.
-            ranges = visible_ranges(batch.connection, self.thread_id, self.by)  # type: ignore[arg-type]
-            if not any(
-                low <= request.seq and (high is None or request.seq <= high) for low, high in ranges
-            ):
-                raise NotFound(
-                    f"no approval with id {self.approval_id!r}", code="approval_not_found"
-                )
+            # A question asked while the answerer was removed is not theirs to answer (what
+            # they see of its resolution does not matter: the resolution stands).
+            as_seen_by(batch.connection, asked, self.by)
             return check_answer(
                 options=request.options,
                 approvers=request.approvers,
@@ -271,19 +305,23 @@ class SqlApprovalRepository:
         return event
 
     async def answer(
-        self, approval_id: EventId, by: Address, option: object, *, channel: str | None
+        self, asked: ApprovalRequested, by: Address, option: object, *, channel: str | None
     ) -> ApprovalResolved:
         """`by` chooses `option`, from `channel`: the first valid answer resolves the approval;
-        later ones are refused (`approval_closed`, saying who answered what)."""
+        later ones are refused (`approval_closed`, saying who answered what), as are answers
+        after its expiry (which is then recorded, if it was not yet)."""
         if not isinstance(option, str):
             raise InvalidInput("option must be an option's id (a string)", code="unknown_option")
-        request, _ = await self.get(approval_id)
-        option_id = option
-        return await self._resolve(
-            ResolveApproval(
-                request.thread_id, approval_id, Outcome.ANSWERED, by, option_id, channel
+        try:
+            return await self._resolve(
+                ResolveApproval(asked.thread_id, asked.id, Outcome.ANSWERED, by, option, channel)
             )
-        )
+        except ApprovalClosed:
+            # Refused because its time has passed, and nobody recorded that yet: record it now,
+            # so every channel showing the approval hears it expired.
+            with contextlib.suppress(Conflict):
+                await self.expire(asked.id, asked.thread_id)
+            raise
 
     async def expire(self, approval_id: EventId, thread_id: ThreadId) -> ApprovalResolved:
         """Resolve as `expired` once its time has passed (`not_expired` before)."""
@@ -298,8 +336,29 @@ class SqlApprovalRepository:
         assert isinstance(event, ApprovalResolved)
         return event
 
-    async def get(self, approval_id: str) -> Approval:
-        return await self._reads.transact(lambda c: read_approval(c, approval_id))
+    async def get(
+        self,
+        approval_id: str,
+        *,
+        thread_id: ThreadId | None = None,
+        viewer: Address | None = None,
+    ) -> Approval:
+        """The approval (`approval_not_found`: none, another thread's when `thread_id` is given,
+        or one `viewer` does not see); as `viewer` sees it when given (`as_seen_by`)."""
+
+        def read(c: Connection) -> Approval:
+            approval = read_approval(c, approval_id, thread_id)
+            return approval if viewer is None else as_seen_by(c, approval, viewer)
+
+        return await self._reads.transact(read)
+
+    async def resolutions(
+        self, thread_id: ThreadId, approval_ids: Collection[str], viewer: Address
+    ) -> dict[EventId, ApprovalResolved]:
+        """How these approvals of the thread were resolved, as far as `viewer` sees."""
+        return await self._reads.transact(
+            lambda c: read_resolutions(c, thread_id, approval_ids, viewer)
+        )
 
     async def of_thread(
         self,

@@ -33,6 +33,7 @@ from core.model.threads import Thread
 from core.model.timeline import AnyEvent, EventKind, StateChange, ThreadId
 from core.model.visibility import blackouts
 from core.storage import schema
+from core.storage.batch import Reads
 from core.storage.pages import EventPage, ThreadPage, TimelinePage
 from core.storage.rows import event_from_row, from_micros
 from core.storage.statements import DriverStatement
@@ -156,7 +157,12 @@ def threads_of(
     )
 
 
-def visible_ranges(conn: Connection, thread_id: ThreadId, viewer: Address | None) -> list[SeqRange]:
+def covers(ranges: Sequence[SeqRange], seq: int) -> bool:
+    """Whether the event at `seq` lies in one of the ranges."""
+    return any(low <= seq and (high is None or seq <= high) for low, high in ranges)
+
+
+def visible_ranges(conn: Reads, thread_id: ThreadId, viewer: Address | None) -> list[SeqRange]:
     """The `seq` ranges `viewer` may see (all of them for the operator's view)."""
     if viewer is None:
         if conn.execute(_THREAD_EXISTS, {"thread_id": thread_id}).first() is None:

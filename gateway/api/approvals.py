@@ -83,7 +83,7 @@ async def answer_approval(request: web.Request) -> web.Response:
     channel = (
         DEFAULT_CHANNEL if body.get("channel") is None else field(body, "channel", check_channel)
     )
-    approvals, approval_id = _approvals(request), _approval_id(request)
-    asked, _ = await approvals.get(approval_id)
-    resolved = await approvals.answer(approval_id, answerer, option, channel=channel)
+    approvals = _approvals(request)
+    asked, _ = await approvals.get(_approval_id(request))
+    resolved = await approvals.answer(asked, answerer, option, channel=channel)
     return web.json_response(approval_json(asked, resolved))

@@ -10,22 +10,20 @@ in the conversation but the people.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from channels.edge.requests import DATABASE_KEY
-from core.model.approvals import ApprovalOption, ApprovalRequest, OptionKind, ToolCallAsked
 from core.model.participants import Address
 from core.model.timeline import ApprovalRequested, ThreadId
 from tests.api.conftest import Api
+from tests.approvals import restart_request
 
 ALICE, BOB, CAROL, OPS = "person:alice", "person:bob", "person:carol", "role:ops"
 RUN = "0" * 31 + "7"
 ABSENT = "0" * 31 + "1"
-ALLOW = ApprovalOption(id="allow", label="Allow once", kind=OptionKind.ALLOW_ONCE)
-REJECT = ApprovalOption(id="reject", label="Reject", kind=OptionKind.REJECT_ONCE)
 
 
 @pytest.fixture
@@ -47,14 +45,7 @@ async def ask(
         ThreadId(thread_id),
         RUN,
         Address(OPS),
-        ApprovalRequest(
-            title=title,
-            description="It is answering 502s.",
-            options=(ALLOW, REJECT),
-            tool=ToolCallAsked(name="execute", arguments={"command": "systemctl restart web"}),
-            approvers=tuple(Address(a) for a in approvers),
-            expires_at=datetime.now(UTC) + expires_in,
-        ),
+        restart_request(title=title, approvers=approvers, expires_in=expires_in),
     )
 
 
@@ -225,7 +216,8 @@ async def test_an_expired_approval_is_closed(api: Api, thread_id: str) -> None:
         409, "approval_closed"
     )
     assert "expired" in message
-    assert (await api.get(f"/api/v1/approvals/{asked.id}")).body["state"] == "pending"
+    # The refusal recorded what the approval's time said: every reader sees it expired now.
+    assert (await api.get(f"/api/v1/approvals/{asked.id}")).body["state"] == "expired"
 
 
 async def test_whoever_may_not_answer_is_refused_and_nothing_changes(

@@ -45,7 +45,7 @@ async def test_ask_waits_for_the_first_answer_and_says_who_gave_it(gateway: Api)
     assert [o.id for o in request.options] == ["deploy", "not-now"]
     assert not asking.done()
 
-    await _db(gateway).approvals.answer(request.id, Address("person:ann"), "deploy", channel="web")
+    await _db(gateway).approvals.answer(request, Address("person:ann"), "deploy", channel="web")
     asked = await asyncio.wait_for(asking, 10)
     assert asked.status == 200, asked.text
     assert asked.body["result"] == {
@@ -87,13 +87,13 @@ async def test_asking_again_in_the_same_turn_finds_the_first_question(gateway: A
 
     both = await eventually(two, what="the other question")
     assert both[0].id == request.id  # the same question was not asked twice
-    await _db(gateway).approvals.answer(request.id, Address("person:cy"), "yes", channel="api")
+    await _db(gateway).approvals.answer(request, Address("person:cy"), "yes", channel="api")
     for call in (first, second):
         answered = await asyncio.wait_for(call, 10)
         assert answered.body["result"]["approval"] == request.id
         assert answered.body["result"]["answer"] == "Yes"
     assert not other.done()
-    await _db(gateway).approvals.answer(both[1].id, Address("person:cy"), "no", channel="api")
+    await _db(gateway).approvals.answer(both[1], Address("person:cy"), "no", channel="api")
     assert (await asyncio.wait_for(other, 10)).body["result"]["answer"] == "No"
 
     # Answered while nobody waited (the run's replica was down): asking again is answered at once.
@@ -111,7 +111,7 @@ async def test_asking_again_in_the_same_turn_finds_the_first_question(gateway: A
             expires_at=db.approvals.now() + timedelta(minutes=5),
         ),
     )
-    await db.approvals.answer(lone.id, Address("person:cy"), "no", channel="slack")
+    await db.approvals.answer(lone, Address("person:cy"), "no", channel="slack")
     again = await _tool(gateway, token, "ask", {"question": "Book the room?"})
     assert again.body["result"]["approval"] == lone.id
     assert (again.body["result"]["answer"], again.body["result"]["channel"]) == ("No", "slack")

@@ -149,7 +149,7 @@ async def test_an_answer_from_elsewhere_reaches_every_open_card_live(
         await expect(outcome).to_have_text("✓Always allowed by you")
 
     # Another channel answers (Slack, through the gateway's core): both cards follow.
-    await _db(gateway).approvals.answer(rollback.id, person, "reject", channel="slack")
+    await _db(gateway).approvals.answer(rollback, person, "reject", channel="slack")
     for page in (here, there):
         outcome = _card(page, "Roll back release 41?").locator(".approval-outcome")
         await expect(outcome).to_have_text("✕Rejected by you in Slack")
@@ -174,7 +174,7 @@ async def test_an_answer_that_comes_too_late_shows_why_and_then_the_outcome(
     await card.get_by_role("button", name="Allow once").click()
     await held.seen.wait()
     # Meanwhile the person answers in Slack: that answer is first.
-    await _db(gateway).approvals.answer(asked.id, person, "reject", channel="slack")
+    await _db(gateway).approvals.answer(asked, person, "reject", channel="slack")
     await expect(card.locator(".approval-outcome")).to_have_text("✕Rejected by you in Slack")
     held.release()
     note = card.locator(".approval-note")

@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.model.approvals import ApprovalOption, ApprovalRequest, OptionKind, ToolCallAsked
 from core.model.participants import Address
 from core.model.timeline import ThreadId
 from core.storage import open_database
+from tests.approvals import restart_request
 from tests.cli.conftest import Cli, Gateway
 from tests.cli.test_cli_runs import fields, resolve, rows
 
 OPS = "role:ops"
 RUN = "0" * 31 + "7"
-ALLOW = ApprovalOption(id="allow", label="Allow once", kind=OptionKind.ALLOW_ONCE)
-REJECT = ApprovalOption(id="reject", label="Reject", kind=OptionKind.REJECT_ONCE)
 
 
 @pytest.fixture
@@ -44,14 +41,7 @@ def ask(gateway: Gateway, thread_id: str, title: str, *, approvers: tuple[str, .
                 ThreadId(thread_id),
                 RUN,
                 Address(OPS),
-                ApprovalRequest(
-                    title=title,
-                    description="It is answering 502s.",
-                    options=(ALLOW, REJECT),
-                    tool=ToolCallAsked(name="execute", arguments={"command": "restart web"}),
-                    approvers=tuple(Address(a) for a in approvers),
-                    expires_at=datetime.now(UTC) + timedelta(minutes=10),
-                ),
+                restart_request(title=title, approvers=approvers),
             )
         finally:
             await db.close()
@@ -97,7 +87,7 @@ def test_an_operator_lists_reads_and_answers_approvals(
         "pending",
     )
     assert about["options"] == "allow: Allow once (allow_once); reject: Reject (reject_once)"
-    assert about["tool"] == 'execute {"command": "restart web"}'
+    assert about["tool"] == 'execute {"command": "systemctl restart web"}'
     assert about["approvers"] == ann
     assert shown.stdout.rstrip().endswith("It is answering 502s.")
     assert fields(cli("approval", "show", first).stdout.split("\n\n")[0])["approvers"] == (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,21 +15,18 @@ from core.engine.approvals import wait_for_answer
 from core.model.approvals import (
     YES_NO,
     ApprovalClosed,
-    ApprovalOption,
     ApprovalRequest,
-    OptionKind,
     Outcome,
-    ToolCallAsked,
 )
 from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from core.model.membership import ParticipantState
 from core.model.participants import Address, ParticipantSet
 from core.model.timeline import ApprovalRequested, ApprovalResolved, EventId, ThreadId
 from core.storage.database import Database, open_database
+from gateway.housekeeping import expire_approvals
+from tests.approvals import ALLOW, restart_request
 
 ALICE, BOB, ROLE = Address("person:alice"), Address("person:bob"), Address("role:ops")
-ALLOW = ApprovalOption(id="allow", label="Allow once", kind=OptionKind.ALLOW_ONCE)
-REJECT = ApprovalOption(id="reject", label="Reject", kind=OptionKind.REJECT_ONCE)
 
 
 class Clock:
@@ -53,23 +51,15 @@ async def db(database_url: str, clock: Clock) -> AsyncIterator[Database]:
         await opened.close()
 
 
-def request(
-    clock: Clock, *, approvers: tuple[Address, ...] = (), minutes: int = 10
-) -> ApprovalRequest:
-    return ApprovalRequest(
-        title="Restart the web service?",
-        description="It is answering 502s.",
-        options=(ALLOW, REJECT),
-        tool=ToolCallAsked(name="execute", arguments={"command": "systemctl restart web"}),
-        approvers=approvers,
-        expires_at=clock.now + timedelta(minutes=minutes),
-    )
-
-
-async def asked(db: Database, clock: Clock, **kwargs: object) -> tuple[ThreadId, ApprovalRequested]:
+async def asked(
+    db: Database, clock: Clock, *, approvers: tuple[Address, ...] = (), minutes: int = 10
+) -> tuple[ThreadId, ApprovalRequested]:
+    """The role asks in the thread of Alice, Bob and itself, now by the clock."""
     thread, _ = await db.threads.resolve(ParticipantSet.of([ALICE, BOB, ROLE]))
-    event = await db.approvals.request(thread.id, "run1", ROLE, request(clock, **kwargs))  # type: ignore[arg-type]
-    return thread.id, event
+    request = restart_request(
+        approvers=approvers, now=clock.now, expires_in=timedelta(minutes=minutes)
+    )
+    return thread.id, await db.approvals.request(thread.id, "run1", ROLE, request)
 
 
 async def test_a_request_is_an_event_of_the_timeline_and_pending_until_answered(
@@ -82,7 +72,7 @@ async def test_a_request_is_an_event_of_the_timeline_and_pending_until_answered(
     assert event.expires_at == clock.now + timedelta(minutes=10)
     assert [r.id for r, _ in await db.approvals.of_thread(thread_id, pending=True)] == [event.id]
 
-    resolved = await db.approvals.answer(event.id, ALICE, "allow", channel="slack")
+    resolved = await db.approvals.answer(event, ALICE, "allow", channel="slack")
     assert (resolved.outcome, resolved.option, resolved.by, resolved.channel) == (
         Outcome.ANSWERED,
         ALLOW,
@@ -102,7 +92,7 @@ async def test_of_many_answers_at_once_exactly_one_wins_and_the_others_are_told_
     _, event = await asked(db, clock)
     answers = await asyncio.gather(
         *(
-            db.approvals.answer(event.id, who, option, channel=channel)
+            db.approvals.answer(event, who, option, channel=channel)
             for who, option, channel in [
                 (ALICE, "allow", "slack"),
                 (BOB, "reject", "web"),
@@ -125,23 +115,25 @@ async def test_who_may_not_answer_is_refused_and_nothing_changes(
 ) -> None:
     thread_id, event = await asked(db, clock, approvers=(BOB,))
     with pytest.raises(NotAllowed) as not_approver:
-        await db.approvals.answer(event.id, ALICE, "allow", channel="web")
+        await db.approvals.answer(event, ALICE, "allow", channel="web")
     assert not_approver.value.code == "not_an_approver"
     with pytest.raises(NotAllowed) as outsider:
-        await db.approvals.answer(event.id, Address("person:carol"), "allow", channel="web")
+        await db.approvals.answer(event, Address("person:carol"), "allow", channel="web")
     assert outsider.value.code == "not_a_member"
     with pytest.raises(NotAllowed) as role:
-        await db.approvals.answer(event.id, ROLE, "allow", channel="api")
+        await db.approvals.answer(event, ROLE, "allow", channel="api")
     assert role.value.code == "not_an_approver"
     with pytest.raises(InvalidInput) as option:
-        await db.approvals.answer(event.id, BOB, "maybe", channel="web")
+        await db.approvals.answer(event, BOB, "maybe", channel="web")
     assert option.value.code == "unknown_option" and "allow, reject" in option.value.message
     await db.threads.set_participant_state(thread_id, BOB, ParticipantState.REMOVED)
     with pytest.raises(NotAllowed) as removed:
-        await db.approvals.answer(event.id, BOB, "allow", channel="web")
+        await db.approvals.answer(event, BOB, "allow", channel="web")
     assert removed.value.code == "participant_removed"
     with pytest.raises(NotFound):
-        await db.approvals.answer(EventId("nope"), BOB, "allow", channel="web")
+        await db.approvals.get(EventId("nope"))
+    with pytest.raises(NotFound):  # the writer's check reads it again
+        await db.approvals.answer(replace(event, id=EventId("nope")), ALICE, "allow", channel="web")
     assert [r.id for r, _ in await db.approvals.of_thread(thread_id, pending=True)] == [event.id]
 
 
@@ -153,11 +145,11 @@ async def test_expiry_resolves_once_and_only_after_its_time(db: Database, clock:
     assert early.value.code == "not_expired"
     clock.now += timedelta(minutes=1)
     assert await db.approvals.due(clock.now) == [(event.id, thread_id)]
-    with pytest.raises(ApprovalClosed) as late:
-        await db.approvals.answer(event.id, ALICE, "allow", channel="web")
-    assert "expired" in late.value.message
     expired = await db.approvals.expire(event.id, thread_id)
     assert expired.outcome is Outcome.EXPIRED and not expired.resolution.allows
+    with pytest.raises(ApprovalClosed) as late:
+        await db.approvals.answer(event, ALICE, "allow", channel="web")
+    assert "expired" in late.value.message
     assert await db.approvals.due(clock.now) == []
     with pytest.raises(ApprovalClosed):
         await db.approvals.expire(event.id, thread_id)
@@ -169,7 +161,7 @@ async def test_a_waiter_hears_the_resolution_committed_after_it_began_waiting(
     _, event = await asked(db, clock)
     waiting = asyncio.create_task(db.approvals.wait(event.id))
     await asyncio.sleep(0)
-    answered = await db.approvals.answer(event.id, BOB, "reject", channel="web")
+    answered = await db.approvals.answer(event, BOB, "reject", channel="web")
     async with asyncio.timeout(10):
         assert await waiting == answered
     assert not answered.resolution.allows
@@ -194,7 +186,7 @@ async def test_a_question_without_options_offers_yes_and_no(db: Database, clock:
         expires_at=clock.now + timedelta(minutes=5),
     )
     event = await db.approvals.request(thread.id, "run1", ROLE, plain)
-    answered = await db.approvals.answer(event.id, ALICE, "yes", channel="web")
+    answered = await db.approvals.answer(event, ALICE, "yes", channel="web")
     assert answered.option is not None and answered.option.label == "Yes"
     assert [a[0].id for a in await db.approvals.asked_since("run1", thread.id, 0)] == [event.id]
     assert await db.approvals.asked_since("run1", thread.id, event.seq) == []
@@ -204,7 +196,7 @@ async def test_the_waiter_expires_its_approval_at_its_time_and_cancels_it_when_s
     db: Database, clock: Clock
 ) -> None:
     thread_id, event = await asked(db, clock, minutes=1)
-    waiter = asyncio.create_task(wait_for_answer(db, event, clock=clock))
+    waiter = asyncio.create_task(wait_for_answer(db, event))
     await asyncio.sleep(0)
     assert not waiter.done()
     waiter.cancel()  # the turn was cancelled while it waited
@@ -215,7 +207,7 @@ async def test_the_waiter_expires_its_approval_at_its_time_and_cancels_it_when_s
 
     _, due = await asked(db, clock, minutes=0)
     async with asyncio.timeout(10):
-        expired = await wait_for_answer(db, due, clock=clock)
+        expired = await wait_for_answer(db, due)
     assert expired.outcome is Outcome.EXPIRED and expired.target == due.id
     assert [a.id for a, _ in await db.approvals.of_thread(thread_id, pending=True)] == []
 
@@ -225,8 +217,51 @@ async def test_a_question_asked_while_someone_was_removed_is_not_theirs_to_answe
 ) -> None:
     thread, _ = await db.threads.resolve(ParticipantSet.of([ALICE, BOB, ROLE]))
     await db.threads.set_participant_state(thread.id, BOB, ParticipantState.REMOVED)
-    event = await db.approvals.request(thread.id, "run1", ROLE, request(clock))
+    event = await db.approvals.request(thread.id, "run1", ROLE, restart_request(now=clock.now))
     await db.threads.set_participant_state(thread.id, BOB, ParticipantState.ACTIVE)
     with pytest.raises(NotFound):
-        await db.approvals.answer(event.id, BOB, "allow", channel="web")
-    assert (await db.approvals.answer(event.id, ALICE, "allow", channel="web")).by == ALICE
+        await db.approvals.answer(event, BOB, "allow", channel="web")
+    assert (await db.approvals.answer(event, ALICE, "allow", channel="web")).by == ALICE
+
+
+async def test_the_sweep_expires_what_nobody_waits_for_and_leaves_the_rest(
+    db: Database, clock: Clock
+) -> None:
+    thread_id, soon = await asked(db, clock, minutes=1)
+    _, later = await asked(db, clock, minutes=5)
+    _, answered = await asked(db, clock, minutes=1)
+    await db.approvals.answer(answered, ALICE, "allow", channel="web")
+    assert await expire_approvals(db) == 0
+    clock.now += timedelta(minutes=2)
+    assert await expire_approvals(db, batch=1) == 1
+    _, resolution = await db.approvals.get(soon.id)
+    assert resolution is not None and resolution.outcome is Outcome.EXPIRED
+    assert [r.id for r, _ in await db.approvals.of_thread(thread_id, pending=True)] == [later.id]
+    _, still = await db.approvals.get(answered.id)
+    assert still is not None and still.outcome is Outcome.ANSWERED
+
+
+async def test_an_answer_after_the_expiry_records_the_expiry(db: Database, clock: Clock) -> None:
+    _, event = await asked(db, clock, minutes=1)
+    clock.now += timedelta(minutes=1)
+    with pytest.raises(ApprovalClosed, match="expired"):
+        await db.approvals.answer(event, ALICE, "allow", channel="web")
+    _, resolution = await db.approvals.get(event.id)
+    assert resolution is not None and resolution.outcome is Outcome.EXPIRED
+
+
+async def test_to_someone_removed_when_it_was_answered_an_approval_is_pending_alike_in_every_list(
+    db: Database, clock: Clock
+) -> None:
+    thread_id, event = await asked(db, clock)
+    await db.threads.set_participant_state(thread_id, BOB, ParticipantState.REMOVED)
+    await db.approvals.answer(event, ALICE, "allow", channel="web")
+    await db.threads.set_participant_state(thread_id, BOB, ParticipantState.ACTIVE)
+    as_bob_all = await db.approvals.of_thread(thread_id, viewer=BOB)
+    as_bob_pending = await db.approvals.of_thread(thread_id, viewer=BOB, pending=True)
+    assert as_bob_all == as_bob_pending == [(event, None)]
+    assert await db.approvals.of_thread(thread_id, viewer=ALICE, pending=True) == []
+    assert (await db.approvals.get(event.id, viewer=BOB))[1] is None
+    assert (await db.approvals.get(event.id, viewer=ALICE))[1] is not None
+    assert await db.approvals.resolutions(thread_id, [event.id], BOB) == {}
+    assert list(await db.approvals.resolutions(thread_id, [event.id], ALICE)) == [event.id]

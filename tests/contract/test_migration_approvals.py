@@ -33,8 +33,8 @@ def test_endpoints_that_wanted_every_kind_want_the_approval_kinds(tmp_path: Path
     asyncio.run(upgrade_schema(f"sqlite+aiosqlite:///{file}"))
     engine = create_engine(f"sqlite:///{file}")
     with engine.connect() as connection:
-        rows = connection.execute(text("SELECT id, kinds FROM endpoints")).tuples().all()
-        stored: dict[str, str] = {str(i): str(k) for i, k in rows}
+        rows = connection.execute(text("SELECT id, kinds FROM endpoints")).all()
+        stored: dict[str, str] = {str(row[0]): str(row[1]) for row in rows}
     engine.dispose()
     assert json.loads(stored["all"]) == [
         *EVERY_KIND_BEFORE,

@@ -6,22 +6,20 @@ each request with its state."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from channels.edge.requests import DATABASE_KEY
-from core.model.approvals import ApprovalOption, ApprovalRequest, OptionKind, ToolCallAsked
 from core.model.errors import InvalidInput
 from core.model.participants import Address
 from core.model.timeline import ApprovalRequested, EventId, ThreadId
 from core.storage.database import Database
+from tests.approvals import REJECT, restart_request
 from tests.web.conftest import SHOP_ORIGIN, Web, Widget, user_token
 
 ROLE = Address("role:slow")  # it answers no message: the timeline holds what the test does
-ALLOW = ApprovalOption(id="allow", label="Allow once", kind=OptionKind.ALLOW_ONCE)
-REJECT = ApprovalOption(id="reject", label="Reject", kind=OptionKind.REJECT_ONCE)
 
 
 def _db(web: Web) -> Database:
@@ -37,13 +35,11 @@ async def _ask(
     expires_in: timedelta = timedelta(minutes=10),
 ) -> ApprovalRequested:
     """The role asks in the session's conversation, as its run would."""
-    asked = ApprovalRequest(
+    asked = restart_request(
         title=title,
         description="It answers **502** since 10:02.",
-        options=(ALLOW, REJECT),
-        tool=ToolCallAsked(name="execute", arguments={"command": "systemctl restart web"}),
         approvers=approvers,
-        expires_at=datetime.now(UTC) + expires_in,
+        expires_in=expires_in,
     )
     return await _db(web).approvals.request(ThreadId(session["conversation"]), "run1", ROLE, asked)
 
@@ -118,7 +114,7 @@ async def test_a_later_answer_is_refused_saying_who_answered_where(web: Web) -> 
     widget, session = await _signed_in(web, "u-2", "Bo")
     person = Address(f"person:{session['person']['slug']}")
     asked = await _ask(web, session)
-    await _db(web).approvals.answer(asked.id, person, "reject", channel="slack")
+    await _db(web).approvals.answer(asked, person, "reject", channel="slack")
 
     status, answer, headers = await widget.call(
         "POST", f"/approvals/{asked.id}", {"option": "allow"}
@@ -224,7 +220,7 @@ async def test_history_shows_each_request_with_its_state(web: Web) -> None:
     person = Address(f"person:{session['person']['slug']}")
     db = _db(web)
     answered = await _ask(web, session, title="Restart?")
-    await db.approvals.answer(answered.id, person, "allow", channel="slack")
+    await db.approvals.answer(answered, person, "allow", channel="slack")
     cancelled = await _ask(web, session, title="Roll back?")
     await db.approvals.cancel(EventId(cancelled.id), ThreadId(session["conversation"]))
     pending = await _ask(web, session, title="Page the on-call?")

@@ -109,7 +109,7 @@ class ApprovalTools(ToolContext):
         if resolution is None:
             waiting = (asked.expires_at - self._db.approvals.now()).total_seconds()
             async with self.hold(max(waiting, 0.0)):
-                resolution = await wait_for_answer(self._db, asked, clock=self._db.approvals.now)
+                resolution = await wait_for_answer(self._db, asked)
         self.sent += 1  # the question is the role's word to the people: the turn has spoken
         option = resolution.option
         return {
