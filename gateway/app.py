@@ -174,6 +174,8 @@ def build_app(
     app.cleanup_ctx.append(replica_lifecycle(me, *_cluster_facts(settings, api_token)))
     _replica_metrics(app, me)
     app.cleanup_ctx.append(host_lifecycle)
+    app[tool_routes.WAITING_KEY] = set()
+    app.on_shutdown.append(tool_routes.cut_waits_short)
     add_housekeeping(app, settings, sources)
     app.router.add_get("/healthz", healthz)
     app.add_routes(replica_routes.routes)

@@ -12,8 +12,10 @@ tool today, by a runtime's permission request tomorrow — so every asker keeps 
   answer before the expiry resolves it as `expired` (committed by the waiter itself, so it
   does not wait for housekeeping), which reads as a rejection.
 - **A waiter that stops cancels.** A turn that is cancelled (or times out) while waiting resolves
-  the approval as `cancelled`, so no one answers a question nobody waits for. A process that
-  dies cannot: its approval stays pending, for the turn that runs again to find.
+  the approval as `cancelled`, so no one answers a question nobody waits for. A waiter stopped
+  because its gateway stops (`stopping` says so) does not: the turn runs again after the
+  restart or on the replica that takes the run over, and finds its approval still pending — or
+  answered meanwhile. Neither can a process that dies.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from core.model.timeline import ApprovalRequested, ApprovalResolved, ThreadId
 from core.storage.database import Database
 
 log = logging.getLogger(__name__)
+
+
+def never() -> bool:
+    return False
+
 
 HoldTurn = Callable[[float], AbstractAsyncContextManager[None]]
 """Keep the running turn's timeout from counting while the run waits up to this many seconds
@@ -69,10 +76,12 @@ async def ask(
     return await db.approvals.request(thread_id, run_id, role, request), None
 
 
-async def wait_for_answer(db: Database, asked: ApprovalRequested) -> ApprovalResolved:
+async def wait_for_answer(
+    db: Database, asked: ApprovalRequested, *, stopping: Callable[[], bool] = never
+) -> ApprovalResolved:
     """Its resolution: the first answer, or `expired` once its time has passed by the writer's
-    clock. A waiter that is cancelled resolves it as `cancelled` (unless an answer came first)
-    and is cancelled."""
+    clock. A waiter that is cancelled resolves it as `cancelled` (unless an answer came first,
+    or the gateway is `stopping`: the turn's rerun will want it) and is cancelled."""
     try:
         while True:
             left = (asked.expires_at - db.approvals.now()).total_seconds()
@@ -84,7 +93,8 @@ async def wait_for_answer(db: Database, asked: ApprovalRequested) -> ApprovalRes
             with contextlib.suppress(Conflict):  # answered at the last moment: the wait has it
                 return await db.approvals.expire(asked.id, asked.thread_id)
     except asyncio.CancelledError:
-        await asyncio.shield(_cancel(db, asked))
+        if not stopping():
+            await asyncio.shield(_cancel(db, asked))
         raise
 
 

@@ -30,6 +30,7 @@ Visibility: both events obey the timeline's filter like every other event.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from typing import Any
 from core.model.errors import Conflict, InvalidInput, NotAllowed, TooLarge
 from core.model.membership import ParticipantState
 from core.model.participants import Address, ParticipantKind, kind_of, parse_address
+from core.model.values import clean_value
 
 MAX_TITLE_LENGTH = 300
 MAX_DESCRIPTION_LENGTH = 4_000
@@ -91,6 +93,32 @@ class ToolCallAsked:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "arguments": dict(self.arguments)}
+
+
+ALLOW_REJECT = (
+    ApprovalOption(id="allow", label="Allow", kind=OptionKind.ALLOW_ONCE),
+    ApprovalOption(id="reject", label="Reject", kind=OptionKind.REJECT_ONCE),
+)
+"""The options of a tool call put to people by a role's `permissions` (a model's call)."""
+
+MAX_ARGUMENTS_SHOWN = 16_000
+"""Characters of a call's arguments (as JSON) an approval carries; longer ones are cut."""
+
+
+def shown_arguments(raw: object) -> dict[str, Any]:
+    """A tool call's arguments as an agent gave them, as an approval carries them: an object
+    (anything else under `input`), made storable (`clean_value`), cut to `MAX_ARGUMENTS_SHOWN`
+    characters of JSON."""
+    mended, _ = clean_value(raw)
+    given = (
+        {str(key): value for key, value in mended.items()}
+        if isinstance(mended, dict)
+        else ({} if mended is None else {"input": mended})
+    )
+    written = json.dumps(given, ensure_ascii=False)
+    if len(written) > MAX_ARGUMENTS_SHOWN:
+        return {"input (cut)": written[:MAX_ARGUMENTS_SHOWN]}
+    return given
 
 
 YES_NO = (

@@ -535,6 +535,19 @@ class SqlSlackRepository:
             return []
         return await self._reads.transact(read)
 
+    async def thread_of(self, role: str, team_id: str, channel_id: str) -> ThreadId | None:
+        """The conversation a DM of the role's app is bound to, if any."""
+
+        def read(c: Connection) -> ThreadId | None:
+            found = c.execute(
+                select(_cv.c.thread_id).where(
+                    _cv.c.role == role, _cv.c.team_id == team_id, _cv.c.channel_id == channel_id
+                )
+            ).scalar()
+            return ThreadId(found) if found is not None else None
+
+        return await self._reads.transact(read)
+
     async def cursor(self, role: str) -> int | None:
         """How far the role's delivery has posted; None before it ever ran."""
 

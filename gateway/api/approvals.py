@@ -17,7 +17,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, field, named, read_object, read_query
-from core.model.errors import InvalidInput
+from core.model.errors import InvalidInput, NotAllowed
 from core.model.participants import Address, parse_address
 from core.model.serialize import approval_json
 from core.model.timeline import EventId, ThreadId, check_channel
@@ -85,5 +85,7 @@ async def answer_approval(request: web.Request) -> web.Response:
     )
     approvals = _approvals(request)
     asked, _ = await approvals.get(_approval_id(request))
+    if await request.app[DATABASE_KEY].people.inactive([answerer]):
+        raise NotAllowed(f"{answerer} has been deactivated", code="person_deactivated")
     resolved = await approvals.answer(asked, answerer, option, channel=channel)
     return web.json_response(approval_json(asked, resolved))

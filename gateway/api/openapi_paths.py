@@ -400,7 +400,7 @@ def _approvals() -> dict[str, Any]:
                 answers={200: answer("the approval, answered", ref("Approval"))},
                 failures={
                     403: "`not_an_approver` (not named among its approvers, or not a person), "
-                    "`not_a_member`, `participant_removed`",
+                    "`not_a_member`, `participant_removed`, `person_deactivated`",
                     404: "`approval_not_found`",
                     409: "`approval_closed`: answered already (the message says by whom), "
                     "expired or cancelled",

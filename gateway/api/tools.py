@@ -13,6 +13,11 @@ arguments 422 naming the argument. Operators mint tokens with `POST /api/v1/runs
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 from aiohttp import web
 
 from channels.edge.errors import ApiError
@@ -24,13 +29,16 @@ from channels.edge.requests import (
     read_object,
     read_query,
 )
-from core.engine.approvals import no_hold
+from core.engine.approvals import HoldTurn, never, no_hold
 from core.engine.tools import TOOLS, RunTools, call_tool
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunKind
 from core.model.runs.tokens import check_may_act
 
 routes = web.RouteTableDef()
+
+WAITING_KEY: web.AppKey[set[asyncio.Task[Any]]] = web.AppKey("waiting_for_people")
+"""Tool calls waiting for a person's answer (`ask`), cut short when the gateway stops."""
 
 TOOLS_PREFIX = "/api/v1/tools"
 
@@ -71,8 +79,40 @@ def tools_of(app: web.Application, run: Run) -> RunTools:
         read_to=run.cursor,
         roster=app[ROSTER_KEY],
         budget=budget,
-        hold=host.hold_turn(run.id) if host is not None else no_hold,
+        hold=_cut_short_on_stop(app, host.hold_turn(run.id) if host is not None else no_hold),
+        stopping=host.is_stopping if host is not None else never,
     )
+
+
+def _cut_short_on_stop(app: web.Application, hold: HoldTurn) -> HoldTurn:
+    """`hold`, with the calling task known as waiting for a person while it holds."""
+
+    @contextlib.asynccontextmanager
+    async def held(longest: float) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        waiting = app[WAITING_KEY]
+        if task is not None:
+            waiting.add(task)
+        try:
+            async with hold(longest):
+                yield
+        finally:
+            if task is not None:
+                waiting.discard(task)
+
+    return held
+
+
+async def cut_waits_short(app: web.Application) -> None:
+    """The gateway is stopping (`on_shutdown`, before the server waits for its open requests):
+    the calls waiting for a person end now, their questions left open for the turns' reruns
+    (the run host is told it stops first, so the waits do not cancel them)."""
+    host = app.get(HOST_KEY)
+    if host is not None:
+        host.mark_stopping()
+    waiting: set[asyncio.Task[Any]] = app[WAITING_KEY]
+    for task in tuple(waiting):
+        task.cancel()
 
 
 async def run_of_token(app: web.Application, authorization: str) -> Run:

@@ -237,6 +237,17 @@ async def test_whoever_may_not_answer_is_refused_and_nothing_changes(
     assert (await answer(api, anyone.id, {"option": "allow", "as": ALICE})).status == 200
 
 
+async def test_a_deactivated_persons_answer_is_refused(api: Api, thread_id: str) -> None:
+    asked = await ask(api, thread_id)
+    made = await api.post("/api/v1/persons", {"display_name": "Bob", "slug": "bob"})
+    assert made.status in (201, 409), made.text  # (the conversation may have made Bob already)
+    off = await api.call("PATCH", "/api/v1/persons/bob", json={"active": False})
+    assert off.status == 200, off.text
+    (await answer(api, asked.id, {"option": "allow", "as": BOB})).error(403, "person_deactivated")
+    assert [a["state"] for a in await listed(api, thread_id, "?state=all")] == ["pending"]
+    assert (await answer(api, asked.id, {"option": "allow", "as": ALICE})).status == 200
+
+
 async def test_an_option_not_offered_is_refused_naming_the_options(
     api: Api, thread_id: str
 ) -> None:

@@ -5,15 +5,21 @@ asked earlier in the same turn gets that approval back instead of asking the peo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any
+
+import aiohttp
 
 from channels.edge.requests import DATABASE_KEY
 from core.model.approvals import YES_NO, ApprovalRequest
 from core.model.participants import Address
-from core.storage.database import Database
-from tests.api.conftest import Api, Reply
+from core.storage.database import Database, open_database
+from gateway.app import build_app
+from gateway.settings import Settings
+from tests.api.conftest import ECHO, TOKEN, Api, Reply
 from tests.api.test_api_tools import _conversation, _tool
+from tests.serving import serve
 from tests.waiting import eventually
 
 
@@ -135,3 +141,23 @@ async def test_bad_questions_are_refused_and_ask_nothing(gateway: Api) -> None:
         assert refused.status in (413, 422), (arguments, refused.text)
         assert refused.body["error"]["code"] == code, (arguments, refused.text)
     assert await _pending(gateway, thread) == []
+
+
+async def test_a_gateway_that_stops_leaves_an_agents_question_open(settings: Settings) -> None:
+    """The agent's `ask` call is cut short by the gateway stopping (not by anyone's choice):
+    the question stays pending for the turn that runs again after the restart."""
+    app = build_app(settings, api_token=TOKEN, roles={"echo": ECHO})
+    serving = serve(app, as_in_production=True)  # the call runs on as under `rolecall serve`
+    async with serving as server, aiohttp.ClientSession() as session:
+        api = Api(server, session)
+        thread, _, token = await _conversation(api, "person:di")
+        asking = await _ask(api, token, {"question": "Rotate the keys?"})
+        [request] = await eventually(lambda: _pending(api, thread), what="the question")
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asking, 10)  # cut short with the server
+    database = await open_database(settings.database)
+    try:
+        approval = await database.approvals.get(request.id)
+        assert approval[1] is None  # still pending: not cancelled by the stop
+    finally:
+        await database.close()

@@ -224,12 +224,14 @@ class FakeAgent:
             title=f"Run {tool}",
             kind=cast(ToolKind, kind),  # as the prompt said it: acp refuses a kind it does not know
             field_meta={"fake": {"toolName": tool}},
+            raw_input={"command": tool},
         )
         options = [
             PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
             PermissionOption(option_id="always", name="Always", kind="allow_always"),
             PermissionOption(option_id="no", name="Reject", kind="reject_once"),
         ]
+        journal("permission_asked", tool=tool, kind=kind)
         answer = await self._conn.request_permission(session_id, call, options)
         outcome = answer.outcome
         chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else "cancelled"

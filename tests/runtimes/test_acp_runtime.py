@@ -33,7 +33,7 @@ from aiohttp import web
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from core.engine.host.drafts import Draft, DraftKind
 from core.engine.runtimes.acp import AcpRuntime
-from core.engine.runtimes.acp.policy import Asked, allows, choose, names_in
+from core.engine.runtimes.acp.policy import choose, names_in, offered
 from core.engine.runtimes.acp.render import render
 from core.engine.runtimes.acp.updates import TurnLog
 from core.engine.runtimes.base import (
@@ -48,6 +48,7 @@ from core.engine.runtimes.base import (
 from core.engine.runtimes.registry import Runtimes
 from core.model.roles import Role
 from core.model.roles.manifests import ManifestError
+from core.model.roles.permissions import Asked, Decision, asks_anyone, decide
 from gateway.app import build_app
 from tests.api.conftest import TOKEN, Api
 from tests.serving import free_port, serve
@@ -137,7 +138,8 @@ class Scene:
 
     async def said_by(self, thread: str, author: str) -> list[str]:
         page = await self.api.timeline(thread)
-        return [e["text"] for e in page["events"] if e.get("author") == author]
+        events = page["events"]
+        return [e["text"] for e in events if e["kind"] == "message" and e["author"] == author]
 
     async def journaled(self, event: str, count: int = 1) -> list[dict[str, Any]]:
         def read() -> list[dict[str, Any]] | None:
@@ -556,14 +558,42 @@ def test_the_permission_policy() -> None:
     )
     ours = Asked(kind="other", title="send", names=("mcp__rolecall__send_message",))
     assert bash.names == ("Bash",) and bash.described == "Bash"
-    assert allows("allow", bash) and not allows("deny", ours)
-    assert not allows(("read", "mcp__rolecall__*"), bash)
-    assert allows(("read", "mcp__rolecall__*"), ours)
-    assert allows(("execute",), bash) and allows(("Bash",), bash) and allows(("Run ls",), bash)
+    assert decide("allow", bash) == "allow" and decide("deny", ours) == "deny"
+    assert decide("ask", ours) == "ask"
+    assert decide(("read", "mcp__rolecall__*"), bash) == "deny"
+    assert decide(("read", "mcp__rolecall__*"), ours) == "allow"
+    assert all(decide((entry,), bash) == "allow" for entry in ("execute", "Bash", "Run ls"))
+    # a mapping: the first entry that matches decides, in the order written; no match: deny
+    mapping: dict[str, Decision] = {"mcp__rolecall__*": "allow", "execute": "ask"}
+    assert decide(mapping, ours) == "allow" and decide(mapping, bash) == "ask"
+    assert decide(mapping, Asked(kind="edit")) == "deny"
+    assert decide({"*": "ask", "execute": "allow"}, bash) == "ask"  # first match, not best
+    assert asks_anyone(mapping) and asks_anyone("ask")
+    assert not asks_anyone(("execute",)) and not asks_anyone("allow")
     options = [("a", "allow_always"), ("b", "allow_once"), ("c", "reject_always")]
     assert choose(True, options) == "b"  # once rather than always
     assert choose(False, options) == "c"
     assert choose(False, [("a", "allow_once")]) is None  # answered "cancelled"
+
+
+def test_an_agents_options_offered_to_people() -> None:
+    made = offered(
+        [
+            ("proceed_once", "Allow once", "allow_once"),
+            ("Proceed Always!", "Always", "allow_always"),
+            ("x", "  ", "reject_once"),
+            ("proceed-once", "Again", "something_new"),
+        ]
+    )
+    assert [(o.id, o.label, o.kind.value, theirs) for o, theirs in made.values()] == [
+        ("proceed-once", "Allow once", "allow_once", "proceed_once"),
+        ("proceed-always", "Always", "allow_always", "Proceed Always!"),
+        ("x", "x", "reject_once", "x"),
+        ("proceed-once-2", "Again", "choice", "proceed-once"),
+    ]
+    assert list(made) == [o.id for o, _ in made.values()]
+    again = offered([("proceed_once", "Allow once", "allow_once")])
+    assert list(again) == ["proceed-once"]  # the same options make the same approval
 
 
 def _chunk(text: str, message_id: str | None = None) -> AgentMessageChunk:

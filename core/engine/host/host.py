@@ -19,7 +19,8 @@ Rules, in the order a nudge meets them:
   `concurrent_threads: false`, which serialises all its turns) and one of the host's `slots`.
   Different threads run concurrently: a slow turn holds only its own run's loop. With replicas
   the role's limit holds across all of them: a turn also holds one of the role's cluster slots
-  (`core.engine.host.slots`).
+  (`core.engine.host.slots`). A turn waiting for a person's answer lends all of them back
+  until the answer comes (`hold_turn`).
 - **Idle sleep.** A session unused for the role's `idle_sleep_after` is closed and the run is
   forgotten here (its state is stored with every turn); the next nudge wakes it: the runtime
   resumes the same session from its stored state.
@@ -50,6 +51,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 from core.engine.approvals import HoldTurn, no_hold
 from core.engine.host.conversation_turn import ConversationTurn
@@ -60,9 +62,9 @@ from core.engine.host.ownership import HeldElsewhere, Ownership, SoleOwner
 from core.engine.host.reads import TurnReads
 from core.engine.host.remote import RemoteControl
 from core.engine.host.sessions import Sessions, ToolGrant
-from core.engine.host.slots import SoleSlots, TurnSlots
+from core.engine.host.slots import HeldSlots, Slot, SoleSlots, TurnSlots, semaphore_slot
 from core.engine.host.task_turn import TaskTurn
-from core.engine.host.turn import HostLimits, TurnEndNotStored, TurnTaker
+from core.engine.host.turn import HostLimits, RunTurn, TurnEndNotStored, TurnTaker
 from core.engine.runtimes.base import ToolAccess
 from core.engine.runtimes.registry import Runtimes
 from core.engine.tools.budget import LocalBudgets, ToolBudget, ToolBudgets
@@ -145,8 +147,14 @@ class RunHost:
         self._activity_listeners: list[Callable[[ThreadId, str, bool], None]] = []
         self._draft_listeners: list[DraftListener] = []
         self._tool_budgets = tool_budgets or LocalBudgets()
+        self._stopping = False
         self._turns = TurnTaker(
-            self._sessions, self._limits, clock, self._observer, self._tool_budgets
+            self._sessions,
+            self._limits,
+            clock,
+            self._observer,
+            self._tool_budgets,
+            stopping=self.is_stopping,
         )
         self._reads = TurnReads(database, limit=self._limits.read_limit, recent=self._limits.recent)
         self._live: dict[tuple[str, str, str], LiveRun] = {}
@@ -218,9 +226,18 @@ class RunHost:
             asyncio.create_task(self._sweep(), name="rolecall-idle-sleep"),
         ]
 
+    def mark_stopping(self) -> None:
+        """The gateway is stopping: a turn stopped from now on is stopped for a restart (or a
+        takeover), not by anyone's choice — the question it waits on stays open for its rerun."""
+        self._stopping = True
+
+    def is_stopping(self) -> bool:
+        return self._stopping
+
     async def stop(self) -> None:
         """Stop routing; stop running turns (their news is past the cursor: redone on start);
         let every session go."""
+        self.mark_stopping()
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
@@ -393,11 +410,11 @@ class RunHost:
     async def _read_and_turn(self, live: LiveRun) -> None:
         role = self._roles[live.role]
         if live.task_id is not None:
-            async with self._slot(role):
+            async with self._slot(live, role):
                 await self._read_and_task_turn(live, role, live.task_id)
             return
         assert live.thread_id is not None
-        async with self._slot(role):
+        async with self._slot(live, role):
             runs = self._db.runs
             if live.run is None:  # (re)loaded: what it may have missed includes task news
                 live.tasks_pending = True
@@ -439,8 +456,7 @@ class RunHost:
                 fence=_fence(live),
                 roster=self._roster,
             )
-            async with self._cluster_slots.turn(role):
-                await self._turns.take(live, role, turn)
+            await self._take(live, role, turn)
             live.queued_at = self._clock()
 
     async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
@@ -470,9 +486,19 @@ class RunHost:
                 )
             return
         turn = TaskTurn(self._db, role, given, plan, fence=_fence(live), roster=self._roster)
-        async with self._cluster_slots.turn(role):
-            await self._turns.take(live, role, turn)
+        await self._take(live, role, turn)
         live.queued_at = self._clock()
+
+    async def _take(self, live: LiveRun, role: Role, turn: RunTurn[Any]) -> None:
+        """Take the turn holding one of the role's cluster slots too; the turn may lend them
+        all back while it waits for a person (`LiveRun.slots`)."""
+        async with self._cluster_slots.turn(role) as cluster:
+            here = live.slots_here
+            live.slots = HeldSlots([*here, cluster] if cluster is not None else here)
+            try:
+                await self._turns.take(live, role, turn)
+            finally:
+                live.slots = None
 
     async def _conversation_run(self, thread_id: ThreadId, role: str) -> Run:
         """The role's run in the thread, made if need be. With replicas it is looked for first
@@ -566,15 +592,31 @@ class RunHost:
         return sum(1 for live in self._by_run.values() if live.owned is not None)
 
     @contextlib.asynccontextmanager
-    async def _slot(self, role: Role) -> AsyncIterator[None]:
-        async with self._role_slots[role.name], self._slots:
+    async def _slot(self, live: LiveRun, role: Role) -> AsyncIterator[None]:
+        """The role's slot and one of the host's, for reading and taking a turn."""
+        slots = (semaphore_slot(self._role_slots[role.name]), self._host_slot())
+        try:
+            for slot in slots:
+                await slot.take()
+            live.slots_here = slots
+            yield
+        finally:
+            live.slots_here = ()
+            for slot in reversed(slots):
+                await slot.give()
+
+    def _host_slot(self) -> Slot:
+        async def take() -> None:
+            await self._slots.acquire()
             self._in_use += 1
             self._observer.slots_in_use(self._in_use)
-            try:
-                yield
-            finally:
-                self._in_use -= 1
-                self._observer.slots_in_use(self._in_use)
+
+        async def give() -> None:
+            self._slots.release()
+            self._in_use -= 1
+            self._observer.slots_in_use(self._in_use)
+
+        return Slot(take, give)
 
     # --- idle sleep -------------------------------------------------------------------------
 

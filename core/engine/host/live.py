@@ -15,6 +15,7 @@ from datetime import datetime
 
 from core.engine.host.attempt import Attempted
 from core.engine.host.ownership import Owned
+from core.engine.host.slots import HeldSlots, Slot
 from core.engine.runtimes.base import AgentSession
 from core.engine.tools import ToolBudget
 from core.model.runs.run import Run, RunId, SessionId
@@ -60,9 +61,13 @@ class LiveRun:
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
     attempt: asyncio.Task[Attempted] | None = None
+    """The running attempt at a turn (what `cancel` stops)."""
     deadline: asyncio.Timeout | None = None
     """The running attempt's timeout (the role's `turn_timeout`), while one runs here."""
-    """The running attempt at a turn (what `cancel` stops)."""
+    slots_here: tuple[Slot, ...] = ()
+    """This host's slots the driver holds while it reads and takes a turn."""
+    slots: HeldSlots | None = None
+    """Every slot the running turn holds (lent back while it waits for a person)."""
     tool_budget: ToolBudget | None = None
     """The tool calls the running attempt may still make (None between turns)."""
     cancel_requested: bool = False
@@ -81,17 +86,23 @@ class LiveRun:
 @contextlib.asynccontextmanager
 async def hold_turn(live: LiveRun, longest: float) -> AsyncIterator[None]:
     """While the run waits up to `longest` seconds for a person, its turn's timeout does not
-    count: the deadline moves out by the longest wait, then back to what was left of it."""
+    count — the deadline moves out by the longest wait, then back to what was left of it — and
+    its slots are lent back, to be taken again (before the deadline moves back) when the wait
+    ends."""
+    slots = live.slots
+    lent = slots.lent() if slots is not None else contextlib.nullcontext()
     deadline = live.deadline
     when = deadline.when() if deadline is not None else None
     if deadline is None or when is None or deadline.expired():
-        yield
+        async with lent:
+            yield
         return
     loop = asyncio.get_running_loop()
     left = max(when - loop.time(), 0.0)
     deadline.reschedule(loop.time() + longest + left)
     try:
-        yield
+        async with lent:
+            yield
     finally:
         if live.deadline is deadline and not deadline.expired():
             deadline.reschedule(loop.time() + left)

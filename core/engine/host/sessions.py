@@ -79,6 +79,7 @@ class Sessions:
             instructions=role.instructions,
             options=role.runtime.model_dump(),
             tools=tools,
+            approvals=role.approvals,
         )
         state: Mapping[str, object] | None = run.session.state
         try:

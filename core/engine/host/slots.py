@@ -1,5 +1,11 @@
-"""A role's turn slots across every replica (`max_concurrent_turns`; one for a role with
-`concurrent_threads: false`), on top of this host's own slots.
+"""A turn's slots: its role's across every replica (`max_concurrent_turns`; one for a role with
+`concurrent_threads: false`), on top of this host's own slots — and lending them back while the
+turn waits for a person.
+
+`Slot` is one slot a turn holds, which it can give back and take again; `HeldSlots` are all of
+a turn's, lent back together while it waits for a person's answer (`lent`) so that a question
+left open for minutes keeps no other conversation waiting, and taken again, in the order they
+were first taken, before the turn goes on.
 
 `SoleSlots` is the one-process case: the host's semaphores already are the whole limit.
 `ClusterSlots` takes one of the role's slots in the database (`core.storage.slot_locks`) for
@@ -14,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 from core.model.roles.role import Role
@@ -30,14 +36,76 @@ def limit_of(role: Role) -> int:
     return role.max_concurrent_turns if role.concurrent_threads else 1
 
 
+class Slot:
+    """One slot a turn holds. It is given back at most once for each time it was taken, so a
+    turn cancelled while it waited to take a slot again gives back only what it holds."""
+
+    def __init__(
+        self, take: Callable[[], Awaitable[None]], give: Callable[[], Awaitable[None]]
+    ) -> None:
+        self._take = take
+        self._give = give
+        self.held = False
+
+    async def take(self) -> None:
+        if not self.held:
+            await self._take()
+            self.held = True
+
+    async def give(self) -> None:
+        if self.held:
+            self.held = False
+            await self._give()
+
+
+def semaphore_slot(semaphore: asyncio.Semaphore) -> Slot:
+    async def take() -> None:
+        await semaphore.acquire()
+
+    async def give() -> None:
+        semaphore.release()
+
+    return Slot(take, give)
+
+
+class HeldSlots:
+    """The slots of a running turn, in the order it took them."""
+
+    def __init__(self, slots: Sequence[Slot]) -> None:
+        self._slots = tuple(slots)
+        self._lenders = 0
+
+    @contextlib.asynccontextmanager
+    async def lent(self) -> AsyncIterator[None]:
+        """Give every slot back for the length of the block, and take them again after it (after
+        the last of several blocks at once: an agent may wait for two answers together). A turn
+        cancelled meanwhile does not wait for its slots to end: it gives back only what it
+        holds."""
+        self._lenders += 1
+        cancelled = False
+        try:
+            if self._lenders == 1:
+                for slot in reversed(self._slots):
+                    await slot.give()
+            yield
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        finally:
+            self._lenders -= 1
+            if self._lenders == 0 and not cancelled:
+                for slot in self._slots:
+                    await slot.take()
+
+
 class TurnSlots(Protocol):
-    def turn(self, role: Role) -> contextlib.AbstractAsyncContextManager[None]: ...
+    def turn(self, role: Role) -> contextlib.AbstractAsyncContextManager[Slot | None]: ...
 
 
 class SoleSlots:
     @contextlib.asynccontextmanager
-    async def turn(self, role: Role) -> AsyncIterator[None]:
-        yield
+    async def turn(self, role: Role) -> AsyncIterator[Slot | None]:
+        yield None
 
 
 class ClusterSlots:
@@ -45,15 +113,25 @@ class ClusterSlots:
         self._locks = locks
 
     @contextlib.asynccontextmanager
-    async def turn(self, role: Role) -> AsyncIterator[None]:
-        index, generation = await self._take(role)
-        try:
-            yield
-        finally:
+    async def turn(self, role: Role) -> AsyncIterator[Slot | None]:
+        taken: list[tuple[int, int]] = []
+
+        async def take() -> None:
+            taken.append(await self._take(role))
+
+        async def give() -> None:
+            index, generation = taken.pop()
             try:
                 await self._locks.give_back(role.name, index, generation)
             except Exception as error:  # gone with its connection anyway
                 log.warning("a turn slot of role:%s was not given back: %s", role.name, error)
+
+        slot = Slot(take, give)
+        await slot.take()
+        try:
+            yield slot
+        finally:
+            await slot.give()
 
     async def _take(self, role: Role) -> tuple[int, int]:
         limit = limit_of(role)

@@ -30,6 +30,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from core.engine.approvals import never
 from core.engine.host.attempt import Attempted, Collected, collect
 from core.engine.host.drafts import DraftKind
 from core.engine.host.live import LiveRun, hold_turn
@@ -182,7 +183,10 @@ class TurnTaker:
         clock: Callable[[], datetime],
         observer: HostObserver,
         budgets: ToolBudgets | None = None,
+        *,
+        stopping: Callable[[], bool] = never,
     ) -> None:
+        self._stopping = stopping
         self._sessions = sessions
         self._limits = limits
         self._clock = clock
@@ -386,6 +390,7 @@ class TurnTaker:
             budget = await budgets.open(turn.run.id, role.max_tool_calls_per_turn)
             live.tool_budget = turn.tools.budget = budget
             turn.tools.hold = partial(hold_turn, live)
+            turn.tools.stopping = self._stopping
             began.append(self._clock())
             session = await self._sessions.for_turn(live, role, turn.run)
             told.append(turn.prompt)

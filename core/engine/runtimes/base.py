@@ -23,7 +23,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.model.approvals import ApprovalOption, ToolCallAsked
+from core.model.roles.role import ApprovalSettings
 from core.model.runs.prompt import Prompt, PromptEvent
+from core.model.timeline import ApprovalRequested, ApprovalResolved
 
 # `Prompt` and `PromptEvent` are the model's (what a driver tells a turn); they are part of
 # the interface every runtime implements, so they are named here too.
@@ -71,6 +74,9 @@ class SessionSpec:
     """The role's `runtime` section of the manifest."""
     tools: ToolAccess | None = None
     """A token of this run, minted for this session, for runtimes that `wants_tools`."""
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
+    """Who answers the permission requests the role's policy puts to people, and how long
+    they have (the manifest's `approvals`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +161,20 @@ class TurnTools(Protocol):
         self, title: str, *, body: str | None = None, assignee: str | None = None
     ) -> dict[str, Any]:
         """Create a task, recorded as made by this run."""
+        ...
+
+    async def approve(
+        self,
+        tool: ToolCallAsked,
+        options: Sequence[ApprovalOption],
+        *,
+        title: str,
+        settings: ApprovalSettings,
+    ) -> tuple[ApprovalRequested, ApprovalResolved]:
+        """Ask the people of this conversation (or the approvers `settings` name, those of them
+        who are in it) whether the agent may make the call `tool`, and wait for the answer:
+        the turn's timeout does not count meanwhile. Raises `NotAllowed` when nobody could
+        answer (a run on a task; none of the approvers is in the conversation)."""
         ...
 
 

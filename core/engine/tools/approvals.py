@@ -1,13 +1,19 @@
-"""The `ask` tool: put a question to the people of this conversation and wait for the answer.
+"""The `ask` tool: put a question to the people of this conversation and wait for the answer;
+and `approve`, the same for a runtime whose agent asks permission before a tool call its role's
+`permissions` put to people (an ACP agent's `session/request_permission`, a model's call of a
+tool marked `ask`).
 
 The question is an approval (`core.model.approvals`): it is in the conversation's timeline, shown
 on every channel the conversation is bound to, and the first answer from any of them counts.
 The call returns when someone answered, or when the question expired unanswered. While it
-waits, the turn's timeout does not count (up to the question's expiry).
+waits, the turn's timeout does not count (up to the question's expiry), and the turn gives its
+slots back (`HoldTurn`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Annotated, Any
 
 from core.engine.approvals import ask, wait_for_answer
@@ -21,12 +27,19 @@ from core.model.approvals import (
     MAX_OPTION_LABEL,
     MAX_OPTIONS,
     MAX_TITLE_LENGTH,
+    ApprovalOption,
     ApprovalRequest,
+    ToolCallAsked,
     check_description,
     check_expiry,
     check_options,
     check_title,
 )
+from core.model.errors import NotAllowed
+from core.model.membership import ParticipantState
+from core.model.participants import Address
+from core.model.roles.role import ApprovalSettings
+from core.model.timeline import ApprovalRequested, ApprovalResolved
 
 ASKED = obj(
     {
@@ -89,7 +102,6 @@ class ApprovalTools(ToolContext):
             ),
         ] = None,
     ) -> dict[str, Any]:
-        thread_id = self._conversation()
         request = ApprovalRequest(
             title=check_title(question),
             description=check_description(details),
@@ -98,18 +110,7 @@ class ApprovalTools(ToolContext):
             approvers=(),
             expires_at=check_expiry(expires_in, now=self._db.approvals.now()),
         )
-        asked, resolution = await ask(
-            self._db,
-            thread_id=thread_id,
-            run_id=self._run.id,
-            role=self._run.role_address,
-            cursor=self._run.cursor,
-            request=request,
-        )
-        if resolution is None:
-            waiting = (asked.expires_at - self._db.approvals.now()).total_seconds()
-            async with self.hold(max(waiting, 0.0)):
-                resolution = await wait_for_answer(self._db, asked)
+        asked, resolution = await self._asked(request)
         self.sent += 1  # the question is the role's word to the people: the turn has spoken
         option = resolution.option
         return {
@@ -120,3 +121,54 @@ class ApprovalTools(ToolContext):
             "by": resolution.by,
             "channel": resolution.channel,
         }
+
+    async def approve(
+        self,
+        tool: ToolCallAsked,
+        options: Sequence[ApprovalOption],
+        *,
+        title: str,
+        settings: ApprovalSettings,
+    ) -> tuple[ApprovalRequested, ApprovalResolved]:
+        """Ask whether the agent may make the call `tool` (`TurnTools.approve`)."""
+        thread_id = self._conversation()
+        approvers: tuple[Address, ...] = ()
+        if settings.approvers:
+            states = (await self._db.threads.get(thread_id)).states
+            approvers = tuple(
+                Address(a)
+                for a in settings.approvers
+                if states.get(Address(a)) is ParticipantState.ACTIVE
+            )
+            if not approvers:
+                raise NotAllowed(
+                    "none of the role's approvers "
+                    f"({', '.join(settings.approvers)}) is a person of this conversation",
+                    code="no_approver",
+                )
+        request = ApprovalRequest(
+            title=title[:MAX_TITLE_LENGTH],
+            description=None,
+            options=tuple(options),
+            tool=tool,
+            approvers=approvers,
+            expires_at=self._db.approvals.now() + timedelta(seconds=settings.expires_in),
+        )
+        return await self._asked(request)
+
+    async def _asked(self, request: ApprovalRequest) -> tuple[ApprovalRequested, ApprovalResolved]:
+        """`request` asked (or found asked earlier in this turn), and its resolution: waited
+        for, the turn held meanwhile."""
+        asked, resolution = await ask(
+            self._db,
+            thread_id=self._conversation(),
+            run_id=self._run.id,
+            role=self._run.role_address,
+            cursor=self._run.cursor,
+            request=request,
+        )
+        if resolution is None:
+            waiting = (asked.expires_at - self._db.approvals.now()).total_seconds()
+            async with self.hold(max(waiting, 0.0)):
+                resolution = await wait_for_answer(self._db, asked, stopping=self.stopping)
+        return asked, resolution

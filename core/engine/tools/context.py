@@ -8,9 +8,10 @@ share; `RunTools` (`core.engine.tools.run`) is all of them together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
-from core.engine.approvals import HoldTurn, no_hold
+from core.engine.approvals import HoldTurn, never, no_hold
 from core.engine.tools.budget import ToolBudget
 from core.model.errors import NotAllowed
 from core.model.roles.roster import Roster
@@ -40,15 +41,19 @@ class ToolContext:
         budget: ToolBudget | None = None,
         answering: EventId | Unread | None = UNREAD,
         hold: HoldTurn = no_hold,
+        stopping: Callable[[], bool] = never,
     ) -> None:
         """`roster`: the roles a task may be assigned to; `budget`: the running turn's, when
         there is one (calls outside a turn — an operator's token used by hand — are not
         counted); `answering`: the person's message the running turn answers (None: the turn
         was woken by task news), when the caller knows it — else it is read when needed (the
         latest person's message past the run's cursor); `hold`: keeps the running turn's
-        timeout from counting while a tool waits for a person (`ask`)."""
+        timeout from counting while a tool waits for a person (`ask`); `stopping`: whether the
+        gateway is stopping (a wait it cuts short leaves its question open for the turn's
+        rerun)."""
         self._db = database
         self.hold = hold
+        self.stopping = stopping
         self._run = run
         self._roster = roster
         self._answering = answering

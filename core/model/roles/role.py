@@ -15,6 +15,9 @@
     idle_sleep_after: 300           # seconds a session may sit unused before it is put to sleep
     turn_timeout: 120               # seconds a turn may take before it fails
     max_tool_calls_per_turn: 50     # calls of the gateway's tools a turn may make; more are refused
+    approvals:                      # optional: who answers what `permissions: …ask` puts to people
+      approvers: [person:ops-lead]  # default: every active person of the conversation
+      expires_in: 600               # seconds; unanswered by then is a refusal
     slack:                          # optional: the role's Slack app (docs/slack.md)
       mode: http                    # http (Events API at /slack/<name>/events) or socket
       signing_secret: SLACK_CONCIERGE_SIGNING_SECRET  # names of the settings holding the
@@ -42,6 +45,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -51,6 +55,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from core.model.participants import MAX_NAME_LENGTH, Address
+from core.model.roles.permissions import DECISIONS, Decision
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
@@ -89,6 +94,28 @@ def _env_names(values: dict[str, str]) -> dict[str, str]:
     return values
 
 
+def _permissions(value: object) -> object:
+    """One clear error for a policy of the wrong shape (rather than one per form it is not)."""
+    shapes = "allow, deny, ask, a list of what is allowed, or a mapping {tool: allow|deny|ask}"
+    if isinstance(value, str):
+        if value not in DECISIONS:
+            raise ValueError(f"{value!r} is not a policy; use {shapes}")
+    elif isinstance(value, dict):
+        for entry, decision in value.items():
+            if decision not in DECISIONS:
+                raise ValueError(
+                    f"{entry!r}: {decision!r} is not a decision; use allow, deny or ask"
+                )
+    elif not isinstance(value, list | tuple) or not all(isinstance(e, str) for e in value):
+        raise ValueError(f"must be {shapes}")
+    return value
+
+
+Permissions = Annotated[
+    Decision | tuple[str, ...] | dict[str, Decision], BeforeValidator(_permissions)
+]
+
+
 class AcpRuntime(BaseModel):
     """An agent process spoken to over the Agent Client Protocol (stdio JSON-RPC)."""
 
@@ -101,9 +128,10 @@ class AcpRuntime(BaseModel):
     """Environment variables given to the process as they are written here."""
     secrets: dict[str, str] = Field(default_factory=dict)
     """Environment variables given to the process from settings: {VARIABLE: SETTING_NAME}."""
-    permissions: Literal["allow", "deny"] | tuple[str, ...] = "deny"
-    """How the agent's permission requests are answered: all allowed, all denied, or only the
-    tools (by name or kind) listed."""
+    permissions: Permissions = "deny"
+    """How the agent's permission requests are answered: all allowed, all denied, all asked of
+    the people, only the tools (by name or kind) listed allowed, or per tool in a mapping
+    (`core.model.roles.permissions`)."""
     max_processes: Annotated[int, Field(ge=1, le=10_000)] = 16
     """Agent processes of this role alive at once; more sessions wait."""
 
@@ -172,6 +200,9 @@ class OpenAIRuntime(BaseModel):
     """Tool calls one turn may make before it is cut off."""
     stream: bool = True
     """Ask for the reply streamed (shown as it is written where a channel can)."""
+    permissions: Permissions = "allow"
+    """Which of the gateway's tools the model may call without asking: by default all; a
+    mapping may make some `ask` (held until a person allows the call) or `deny`."""
 
     _key = field_validator("api_key")(classmethod(lambda cls, value: _setting_name(value)))
 
@@ -185,6 +216,27 @@ class OpenAIRuntime(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
+
+
+class ApprovalSettings(BaseModel):
+    """Who answers the role's permission requests that its `permissions` put to people, and how
+    long they have (`docs/approvals.md`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    approvers: tuple[str, ...] = ()
+    """People (`person:…` addresses) who answer; none: every active person of the
+    conversation. Only those who are people of the conversation are asked."""
+    expires_in: Annotated[float, Field(ge=1, le=7 * 86_400)] = 600.0
+    """Seconds before an unanswered request expires — a refusal."""
+
+    @field_validator("approvers")
+    @classmethod
+    def _people(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for address in value:
+            if not address.startswith("person:") or len(address) <= len("person:"):
+                raise ValueError(f"{address!r} is not a person's address (person:<slug>)")
+        return tuple(dict.fromkeys(value))
 
 
 Runtime = Annotated[
@@ -355,6 +407,7 @@ class Role(BaseModel):
     max_tool_calls_per_turn: Annotated[int, Field(ge=0, le=10_000)] = 50
     """Calls of the gateway's tools (MCP, HTTP or in process) one turn may make; the next is
     refused with `tool_budget_spent` and the refusal is noted in the turn's transcript."""
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     slack: SlackApp | None = None
     widget: WidgetLook = Field(default_factory=WidgetLook)
 

@@ -1,44 +1,28 @@
-"""How an agent's permission requests are answered: by the role's manifest, never by a person
-(pure).
+"""How an ACP agent's permission requests are answered (pure): the role's policy
+(`core.model.roles.permissions`) decides — allow, deny, or ask the people — and this module
+reads the request and picks the agent's option for the decision.
 
-- `permissions: allow` picks one of the agent's allow options, `deny` one of its reject options.
-- A list allows only the tool calls it names and rejects the rest. An entry names a call by its
-  kind (ACP's `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`,
-  `switch_mode`, `other`), by its title, or by the tool's own name where the agent gives one in
+- The call is named by its kind, its title, or the tool's own name where the agent gives one in
   the call's `_meta` (Claude's adapter: `{"claudeCode": {"toolName": "Bash"}}`; our tools come
-  as `mcp__rolecall__send_message`). Entries may be glob patterns: `mcp__rolecall__*`.
-
-"Once" options are preferred to "always" ones: every request is asked of the policy anyway, and
-an "always" would outlive a change of the manifest. An agent that offers no option of the kind
-wanted is answered "cancelled", which ACP agents take as a refusal.
+  as `mcp__rolecall__send_message`).
+- "Once" options are preferred to "always" ones: every request is asked of the policy anyway, and
+  an "always" would outlive a change of the manifest. An agent that offers no option of the
+  kind wanted is answered "cancelled", which ACP agents take as a refusal.
+- Put to people, the agent's options are offered as they are (their names as the labels); the
+  option a person chose goes back to the agent.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Policy = Literal["allow", "deny"] | tuple[str, ...]
+from core.model.approvals import MAX_OPTION_LABEL, ApprovalOption, OptionKind, option_id_for
+from core.model.values import clean_text
 
 _ALLOW = ("allow_once", "allow_always")
 _REJECT = ("reject_once", "reject_always")
 _NAME_KEYS = ("toolName", "tool_name")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Asked:
-    """The tool call an agent asks permission for, as far as the policy looks at it."""
-
-    kind: str | None = None
-    title: str | None = None
-    names: tuple[str, ...] = ()
-    """The tool's own names, from the call's `_meta`."""
-
-    @property
-    def described(self) -> str:
-        return self.names[0] if self.names else self.title or self.kind or "a tool"
 
 
 def names_in(meta: Mapping[str, Any] | None) -> tuple[str, ...]:
@@ -53,15 +37,6 @@ def names_in(meta: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name in found if isinstance(name, str) and name))
 
 
-def allows(policy: Policy, asked: Asked) -> bool:
-    if policy == "allow":
-        return True
-    if policy == "deny":
-        return False
-    candidates = [c for c in (asked.kind, asked.title, *asked.names) if c]
-    return any(fnmatch.fnmatchcase(c, entry) for entry in policy for c in candidates)
-
-
 def choose(allowed: bool, options: Sequence[tuple[str, str]]) -> str | None:
     """The id of the option that says `allowed` (options as `(id, kind)`), once rather than
     always; None when the agent offers none."""
@@ -70,3 +45,19 @@ def choose(allowed: bool, options: Sequence[tuple[str, str]]) -> str | None:
             if kind == wanted:
                 return option_id
     return None
+
+
+def offered(options: Sequence[tuple[str, str, str]]) -> dict[str, tuple[ApprovalOption, str]]:
+    """The agent's options (`(id, name, kind)`) as an approval's, each with the agent's id it
+    stands for. The approval's ids are made from the agent's (ours are short slugs, theirs any
+    string), the same every time the same options are offered."""
+    made: dict[str, tuple[ApprovalOption, str]] = {}
+    for option_id, name, kind in options:
+        ours = option_id_for(option_id, set(made))
+        label = (clean_text(name).strip() or option_id)[:MAX_OPTION_LABEL]
+        known = kind in set(OptionKind) and kind != OptionKind.CHOICE
+        option = ApprovalOption(
+            id=ours, label=label, kind=OptionKind(kind) if known else OptionKind.CHOICE
+        )
+        made[ours] = (option, option_id)
+    return made

@@ -9,8 +9,10 @@
 - **A turn** (`prompt`) is one `session/prompt` with the turn rendered as text (`render.py`); its
   `session/update`s become the turn's updates as they come (`updates.py`), and a prompt that
   fails still yields what it had begun before its error is raised. The agent's
-  permission requests are answered by the role's policy (`policy.py`) and noted in the
-  transcript. Updates that come outside a turn (`session/load` replays the history) are dropped.
+  permission requests are answered by the role's policy (`core.model.roles.permissions`):
+  allowed, refused, or put to the people of the conversation as an approval, the turn waiting
+  for the answer (`TurnTools.approve`); each is noted in the transcript. Updates that come
+  outside a turn (`session/load` replays the history) are dropped.
 - **Cancel** sends `session/cancel` and gives the agent a moment to end its prompt.
 - **Close** ends the connection, then the process, and gives the role's process slot back. The
   host closes a session at idle sleep, after a failed or cancelled attempt, and when it stops.
@@ -27,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -51,13 +55,18 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from core.engine.runtimes.acp.policy import Asked, Policy, allows, choose, names_in
+from core.engine.runtimes.acp.policy import choose, names_in, offered
 from core.engine.runtimes.acp.process import AgentProcess
 from core.engine.runtimes.acp.render import MCP_SERVER, render
 from core.engine.runtimes.acp.updates import TurnLog
 from core.engine.runtimes.base import AgentError, Prompt, SessionSpec, Step, TurnTools, Update
+from core.model.approvals import Outcome, ToolCallAsked, shown_arguments
+from core.model.errors import NotAllowed
+from core.model.roles.permissions import Asked, Policy, decide
+from core.model.values import clean_text
 
 T = TypeVar("T")
+log = logging.getLogger("rolecall.acp")
 
 try:
     _VERSION = version("rolecall")
@@ -76,6 +85,31 @@ _AUTH_REQUIRED = -32000
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 _END = object()
+
+
+_NO_SUCH_OPTION = " (the agent offered no such option: answered cancelled)"
+
+
+def _if_none(chosen: str | None) -> str:
+    return _NO_SUCH_OPTION if chosen is None else ""
+
+
+def _response(chosen: str | None) -> RequestPermissionResponse:
+    """The agent's option `chosen`; none: "cancelled", which agents take as a refusal."""
+    if chosen is None:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """A permission request to put to people, handed from the agent's request to the turn."""
+
+    asked: Asked
+    tool_call: ToolCallUpdate
+    options: Sequence[PermissionOption]
+    answer: asyncio.Future[str | None]
+    """The agent's option chosen (None: "cancelled")."""
 
 
 class Refused(AgentError):
@@ -199,6 +233,14 @@ class AcpSession:
                 if isinstance(item, Step):
                     yield item
                     continue
+                if isinstance(item, _Asking):
+                    # asked here, in the turn's own task: the turn's cancel, timeout or the
+                    # host's stop reach the wait (`core.engine.approvals.wait_for_answer`)
+                    chosen, note = await self._put_to_people(item, tools)
+                    yield Step("permission", note)
+                    if not item.answer.done():
+                        item.answer.set_result(chosen)
+                    continue
                 for update in turn.take(item):
                     yield update
             answered = await self._call("session/prompt", self._prompting)
@@ -217,25 +259,57 @@ class AcpSession:
         if self._turn is not None and session_id == self._agent_session:
             self._turn.put_nowait(update)
 
-    def on_permission(
+    async def on_permission(
         self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
     ) -> RequestPermissionResponse:
         asked = Asked(
             kind=tool_call.kind, title=tool_call.title, names=names_in(tool_call.field_meta)
         )
-        allowed = allows(self._policy, asked)
-        chosen = choose(allowed, [(option.option_id, option.kind) for option in options])
-        said = "allowed" if allowed else "refused"
+        decision = decide(self._policy, asked)
+        queue = self._turn
+        if decision == "ask" and queue is not None:
+            asking = _Asking(asked, tool_call, options, asyncio.get_running_loop().create_future())
+            queue.put_nowait(asking)
+            return _response(await asking.answer)
+        theirs = [(option.option_id, option.kind) for option in options]
+        chosen = choose(decision == "allow", theirs)
+        said = "allowed" if decision == "allow" else "refused"
         note = f"{asked.described}: {said} by the role's permissions"
+        if decision == "ask":
+            note = f"{asked.described}: refused: asked outside a turn, with nobody to ask"
         if chosen is None:
-            note += " (the agent offered no such option: answered cancelled)"
-        if self._turn is not None:
-            self._turn.put_nowait(Step("permission", note))
-        if chosen is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=chosen)
+            note += _NO_SUCH_OPTION
+        if queue is not None:
+            queue.put_nowait(Step("permission", note))
+        return _response(chosen)
+
+    async def _put_to_people(self, asking: _Asking, tools: TurnTools) -> tuple[str | None, str]:
+        """The agent's option the people chose (its refusal when nobody answered in time, or
+        nobody could be asked), and the transcript's note of it."""
+        asked, tool_call, options = asking.asked, asking.tool_call, asking.options
+        refuse = choose(False, [(option.option_id, option.kind) for option in options])
+        made = offered([(option.option_id, option.name, option.kind) for option in options])
+        call = ToolCallAsked(
+            name=clean_text(asked.described), arguments=shown_arguments(tool_call.raw_input)
         )
+        try:
+            approval, resolved = await tools.approve(
+                call,
+                [option for option, _ in made.values()],
+                title=clean_text(tool_call.title or f"Use {asked.described}"),
+                settings=self._spec.approvals,
+            )
+        except NotAllowed as nobody:
+            return refuse, f"{asked.described}: refused: {nobody}" + _if_none(refuse)
+        except Exception as error:  # the question could not be stored: fail closed
+            log.warning("a permission request could not be put to people: %s", error)
+            note = f"{asked.described}: refused: the people could not be asked ({error})"
+            return refuse, note + _if_none(refuse)
+        note = f"{asked.described}: asked the people (approval {approval.id}): "
+        note += resolved.resolution.says()
+        if resolved.outcome is Outcome.ANSWERED and resolved.option is not None:
+            return made[resolved.option.id][1], note
+        return refuse, note + _if_none(refuse)
 
     async def cancel(self) -> None:
         """Tell the agent to stop its prompt, and give it a moment to do so."""
@@ -357,4 +431,4 @@ class _Client:
         options: list[PermissionOption],
         **kwargs: Any,
     ) -> RequestPermissionResponse:
-        return self._session.on_permission(tool_call, options)
+        return await self._session.on_permission(tool_call, options)

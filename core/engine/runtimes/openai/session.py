@@ -10,7 +10,10 @@ A turn, as the session takes it:
 3. If it asked for tool calls, the gateway runs each (`TurnTools.call`): a call that cannot be
    run — unknown tool, arguments that are not a JSON object or that a tool refuses — answers
    the model with its error, as any result would. Every call is a `ToolCall` in the transcript.
-   Then the model is asked again with the results.
+   The role's `permissions` (`core.model.roles.permissions`) may refuse a call, or put it to
+   the people of the conversation first (`TurnTools.approve`: the turn waits for the answer);
+   a call not allowed answers the model "not run: …" and the transcript notes why. Then the
+   model is asked again with the results.
 4. **The bound**: a turn runs at most `max_tool_calls` calls. When the model asks for more, the
    turn ends there with a `limit` step in the transcript: with what the model said in it (its
    text, or a message it sent with `send_message`), or — if it said nothing — as a failed
@@ -69,7 +72,9 @@ from core.engine.runtimes.openai.wire import (
     RequestedCall,
     complete,
 )
-from core.model.errors import RolecallError
+from core.model.approvals import ALLOW_REJECT, ToolCallAsked, shown_arguments
+from core.model.errors import NotAllowed, RolecallError
+from core.model.roles.permissions import Asked, Policy, decide
 from core.model.roles.role import OpenAIRuntime as Manifest
 from core.model.roles.role import Role
 from core.model.values import clean_value
@@ -128,6 +133,7 @@ class ChatSession:
     async def prompt(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
         self._inflight = inflight = InFlight()
         bound = self._manifest.max_tool_calls
+        policy = self._manifest.permissions
         offered = function_tools(on_task=prompt.task is not None) if bound else []
         turn = turn_messages(prompt, with_recent=not self._history)
         calls = 0
@@ -154,7 +160,9 @@ class ChatSession:
                 break
             room = bound - calls
             for call in message.tool_calls[:room]:
-                done, result = await _run(call, tools)
+                done, result, noted = await _run(call, tools, self._spec, policy)
+                if noted is not None:
+                    yield noted
                 yield done
                 turn.append(result)
                 calls += 1
@@ -224,19 +232,26 @@ def _cut_off(bound: int, said: bool) -> str:
     return f"the model asked for more than {bound} tool calls in one turn; {ending}"
 
 
-async def _run(call: RequestedCall, tools: TurnTools) -> tuple[ToolCall, ChatMessage]:
-    """Run one tool call the model asked for: the transcript's record of it, and the `tool`
-    message answering the model. A call that cannot be run answers with its error."""
+async def _run(
+    call: RequestedCall, tools: TurnTools, spec: SessionSpec, policy: Policy
+) -> tuple[ToolCall, ChatMessage, Step | None]:
+    """Run one tool call the model asked for — when the role's `permissions` allow it, or the
+    people allowed it when the policy puts it to them: the transcript's record of it, the `tool`
+    message answering the model, and the note of a permission asked or refused. A call that
+    cannot be run, or may not be, answers with its error."""
     try:
         arguments = json.loads(call.arguments) if call.arguments.strip() else {}
     except ValueError as error:
         shown = {"unreadable": call.arguments[:_ARGUMENTS_SHOWN]}
         said = f"the arguments are not JSON ({error}); send a JSON object"
-        return ToolCall(call.name, shown, error=said), tool_result_message(call.id, error=said)
+        return _failed(call, shown, said)
     if not isinstance(arguments, dict):
         said = "the arguments must be a JSON object"
         shown = {"unreadable": call.arguments[:_ARGUMENTS_SHOWN]}
-        return ToolCall(call.name, shown, error=said), tool_result_message(call.id, error=said)
+        return _failed(call, shown, said)
+    permitted, note = await _permitted(call.name, arguments, tools, spec, policy)
+    if not permitted:
+        return _failed(call, arguments, f"not run: {note}", note)
     try:
         result = await tools.call(call.name, arguments)
     except RolecallError as error:
@@ -244,8 +259,40 @@ async def _run(call: RequestedCall, tools: TurnTools) -> tuple[ToolCall, ChatMes
     except (TypeError, ValueError, KeyError) as error:  # arguments of the wrong type
         said = f"invalid arguments: {error}"
     else:
-        return ToolCall(call.name, arguments, result=result), tool_result_message(call.id, result)
-    return ToolCall(call.name, arguments, error=said), tool_result_message(call.id, error=said)
+        noted = Step("permission", note) if note else None
+        done = ToolCall(call.name, arguments, result=result)
+        return done, tool_result_message(call.id, result), noted
+    return _failed(call, arguments, said, note)
+
+
+def _failed(
+    call: RequestedCall, shown: Mapping[str, Any], said: str, note: str | None = None
+) -> tuple[ToolCall, ChatMessage, Step | None]:
+    noted = Step("permission", note) if note else None
+    return ToolCall(call.name, shown, error=said), tool_result_message(call.id, error=said), noted
+
+
+async def _permitted(
+    name: str, arguments: Mapping[str, Any], tools: TurnTools, spec: SessionSpec, policy: Policy
+) -> tuple[bool, str | None]:
+    """Whether the call may be run, and the note of a permission asked or refused (None for a
+    call the policy allows outright)."""
+    decision = decide(policy, Asked(names=(name,)))
+    if decision == "allow":
+        return True, None
+    if decision == "deny":
+        return False, f"{name}: refused by the role's permissions"
+    try:
+        approval, resolved = await tools.approve(
+            ToolCallAsked(name=name, arguments=shown_arguments(arguments)),
+            ALLOW_REJECT,
+            title=f"{spec.display_name} wants to use {name}",
+            settings=spec.approvals,
+        )
+    except NotAllowed as nobody:
+        return False, f"{name}: refused: {nobody}"
+    note = f"{name}: asked the people (approval {approval.id}): {resolved.resolution.says()}"
+    return resolved.resolution.allows, note
 
 
 class ChatCompletionsRuntime:
