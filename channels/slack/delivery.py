@@ -10,7 +10,11 @@ the database) and acts on those of conversations bound to a DM:
   so the DM stays a complete record; people's own Slack messages are already there;
 - a retraction of a message we posted deletes it (`chat.delete`), or, when Slack refuses,
   replaces its text with a retraction notice;
-- the gateway's notes ("a fresh session started", "the role did not answer") are posted in italics.
+- the gateway's notes ("a fresh session started", "the role did not answer") are posted in italics;
+- an approval's request is posted with a button per option (`channels/slack/approvals.py`), like
+  a message (the outbox below); its resolution updates that post (`chat.update`): the buttons
+  give way to the outcome. The update is the same whenever it is made, so a page done again
+  makes it again, harmlessly; a request never posted (the DM was bound after it) is not updated.
 
 Each post is made exactly once, across failures and crashes, by an outbox: the intent to post an
 event is committed before `chat.postMessage` (`IntendToPost`), and the post carries the event id
@@ -63,6 +67,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.edge.leasing import Held, Leasing
+from channels.slack.approvals import request_message, resolved_message
 from channels.slack.apps import Clients, NotInstalled
 from channels.slack.mrkdwn import to_mrkdwn
 from channels.slack.streams import Streams
@@ -71,7 +76,16 @@ from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.roles import Role
 from core.model.tasks import TaskEvent
-from core.model.timeline import AnyEvent, EventId, Message, Retraction, SystemNote, ThreadId
+from core.model.timeline import (
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    EventId,
+    Message,
+    Retraction,
+    SystemNote,
+    ThreadId,
+)
 from core.model.values import clean_text
 from core.storage.database import Database
 from core.storage.errors import StorageUnavailable
@@ -92,13 +106,22 @@ FIND_PAGE = 200
 MAYBE_TAKEN = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 """Slack's answers that say it may have acted on the call before it failed (like a 5xx)."""
 PERMANENT = frozenset(
-    {"channel_not_found", "not_in_channel", "is_archived", "msg_too_long", "no_text"}
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "msg_too_long",
+        "no_text",
+        "invalid_blocks",
+    }
 )
 """Slack's answers about the message or its channel that no retry changes: the message is
 skipped (and logged). Anything else — a revoked token, a missing scope, Slack being down — is
 retried with backoff and holds the role's delivery until it is fixed: nothing is lost. (An app
 installed over OAuth looks a refused token up again, and skips a workspace it is no longer
 installed in: `Clients`.)"""
+NOT_UPDATED = PERMANENT | {"message_not_found", "cant_update_message", "edit_window_closed"}
+"""Slack's answers to an update of a post that no retry changes: the post stays as it is."""
 DMS_AT_ONCE = 16
 """DMs posted to at the same time (each DM's own posts stay in order and paced)."""
 STATUS_AFTER = 1.0
@@ -109,6 +132,7 @@ STATUS_AFTER = 1.0
 class _Post:
     text: str
     thread_ts: str | None
+    blocks: list[dict[str, Any]] | None = None
 
 
 class SlackUnavailable(Exception):
@@ -415,6 +439,9 @@ class Delivery:
         if isinstance(event, Retraction):
             await self._retract(binding, event)
             return
+        if isinstance(event, ApprovalResolved):
+            await self._show_outcome(binding, event)
+            return
         post = await self._post_for(event, answers)
         if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
             return  # nothing to post, or posted already (before a failure or a restart)
@@ -439,13 +466,17 @@ class Delivery:
     async def _post_for(self, event: AnyEvent, answers: _Latest | None = None) -> _Post | None:
         if isinstance(event, SystemNote):
             return _Post(f"_{event.text}_", None)
+        if isinstance(event, ApprovalRequested):
+            approvers = [await self.name_of(a) for a in event.approvers]
+            asked = request_message(event, approvers=approvers)
+            return _Post(asked.text, None, asked.blocks)
         if not isinstance(event, Message) or event.retracted:
             return None
         if event.author == self.role.address:  # written in Markdown, posted in Slack's marks
             return _Post(to_mrkdwn(event.text), await self._answered(event, answers))
         if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
             return None  # said in Slack: it is there already
-        name = await self._name(event.author)
+        name = await self.name_of(event.author)
         where = f" via {event.channel}" if event.channel else ""
         quoted = "\n".join(f"> {line}" for line in event.text.splitlines() or [""])
         return _Post(f"*{name}*{where}:\n{quoted}", None)
@@ -466,7 +497,8 @@ class Delivery:
         post = await self._db.slack.post_of(self.role.name, reply.in_reply_to)
         return (post.thread_ts or post.ts) if post is not None else None
 
-    async def _name(self, author: Address) -> str:
+    async def name_of(self, author: Address) -> str:
+        """A participant's display name (a person's as it was when first asked)."""
         if (known := self._names.get(author)) is not None:
             return known
         name = author.partition(":")[2]
@@ -491,6 +523,43 @@ class Delivery:
             log.info("slack refused to delete (%s); marking it retracted", error.response["error"])
             with contextlib.suppress(SlackApiError):
                 await client.chat_update(channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE)
+
+    async def _show_outcome(self, binding: SlackBinding, resolved: ApprovalResolved) -> None:
+        """Update the post of the approval's request to show how it was resolved: done when
+        Slack takes it or will never take it (logged); `SlackUnavailable` after `POST_ATTEMPTS`
+        attempts. Making it again is harmless: it is the same update."""
+        post = await self._db.slack.post_of(self.role.name, resolved.target)
+        if post is None:
+            return  # never posted: asked before the DM was this conversation's, or refused
+        asked, _ = await self._db.approvals.get(resolved.target)
+        by_name = await self.name_of(resolved.by) if resolved.by is not None else None
+        shown = resolved_message(asked, resolved.resolution, by_name=by_name)
+        for attempt in range(POST_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(RETRY_PAUSE * 2 ** (attempt - 1))
+            try:
+                client = await self._clients.for_team(binding.team_id)
+            except NotInstalled as error:
+                log.warning("slack approval %s not updated: %s", resolved.target, error)
+                return
+            try:
+                await client.chat_update(
+                    channel=post.channel_id, ts=post.ts, text=shown.text, blocks=shown.blocks
+                )
+                return
+            except SlackApiError as error:
+                code = _code(error)
+                if code in NOT_UPDATED:
+                    log.warning("slack approval %s not updated: %s", resolved.target, code)
+                    return
+                self._clients.refused(binding.team_id, client, code)
+                log.info("slack update failed (%s), attempt %d", code, attempt + 1)
+            except (TimeoutError, aiohttp.ClientError) as error:
+                name = type(error).__name__
+                log.info("slack update unanswered (%s), attempt %d", name, attempt + 1)
+        raise SlackUnavailable(
+            f"approval {resolved.target} not updated in slack in {POST_ATTEMPTS} attempts"
+        )
 
     def _metadata(self, event: AnyEvent) -> dict[str, Any]:
         """The marker Slack keeps with our post of `event`: how `_find` knows it."""
@@ -527,6 +596,7 @@ class Delivery:
                 answer = await client.chat_postMessage(
                     channel=channel,
                     text=clean_text(post.text),
+                    blocks=post.blocks,
                     thread_ts=post.thread_ts,
                     metadata=self._metadata(event),
                     unfurl_links=False,

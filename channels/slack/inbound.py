@@ -232,7 +232,7 @@ class Inbound:
     async def _link(
         self, client: AsyncWebClient, delivery: SlackDelivery, user: str, code: str
     ) -> None:
-        identity = self._identity(delivery.team_id, user)
+        identity = slack_identity(delivery.team_id, user)
         try:
             person = await self._db.people.redeem(code, identity)
         except RolecallError as error:
@@ -258,9 +258,6 @@ class Inbound:
             channel_id=str(event.get("channel", "")),
         )
 
-    def _identity(self, team: str, user: str) -> Identity:
-        return parse_identity(f"slack:{team.lower()}:{user}")
-
     async def _person(self, client: AsyncWebClient, team: str, user: str) -> Address:
         key = (team, user)
         if (known := self._people.get(key)) is not None:
@@ -269,7 +266,7 @@ class Inbound:
         profile = await _profile(client, user)
         verified = self._verified_email(team, profile)
         person = await self._db.people.resolve(
-            self._identity(team, user),
+            slack_identity(team, user),
             display_name=profile.name,
             email=verified,
             join_by_email=verified is not None,
@@ -325,6 +322,11 @@ class Inbound:
             if user != bot:
                 people.append(await self._person(client, delivery.team_id, str(user)))
         return [p for p in people if p != author]
+
+
+def slack_identity(team: str, user: str) -> Identity:
+    """A Slack user's identity: `slack:<team>:<user id>` (the team id in lower case)."""
+    return parse_identity(f"slack:{team.lower()}:{user}")
 
 
 async def _tell(client: AsyncWebClient, channel: str, text: str) -> None:

@@ -6,8 +6,11 @@ whether people are linked by email:
 
     mode        the role's `slack.mode` when it has a `slack:` section, else `http`; an explicit
                 mode that contradicts the role's is refused (the gateway serves the role's)
-    http        Slack posts events to `<base>/slack/<role>/events` (channels/slack/routes.py)
-    socket      no request URL: the gateway connects to Slack (`socket_mode_enabled: true`)
+    http        Slack posts events to `<base>/slack/<role>/events` and clicks on buttons (an
+                approval's, `interactivity`) to `<base>/slack/<role>/interactivity`
+                (channels/slack/routes.py)
+    socket      no request URL: the gateway connects to Slack (`socket_mode_enabled: true`),
+                and both come over that connection
 
 A role installed in many workspaces over OAuth (`slack.client_id`, an HTTP mode app) also gets
 its OAuth redirect URL, `<base>/slack/<role>/oauth_redirect` (channels/slack/install.py), and
@@ -45,7 +48,11 @@ from core.model.roles import Role
 Mode = Literal["http", "socket"]
 
 SCOPES: tuple[tuple[str, str], ...] = (
-    ("chat:write", "chat.postMessage, chat.update, chat.delete of the bot's own messages"),
+    (
+        "chat:write",
+        "chat.postMessage, chat.update, chat.delete of the bot's own messages; "
+        "chat.postEphemeral (why a click was not an answer)",
+    ),
     ("im:history", "message.im events; conversations.history of a DM (a post that timed out)"),
     ("mpim:history", "message.mpim events; conversations.history of a group DM"),
     ("mpim:read", "conversations.members of a group DM (who its thread is with)"),
@@ -120,10 +127,12 @@ def app_manifest(
         about["description"] = shorten(description, DESCRIPTION_LIMIT)
     events: dict[str, Any] = {}
     oauth: dict[str, Any] = {}
+    interactivity: dict[str, Any] = {"is_enabled": True}
     if chosen == "http":
         if base_url is None:
             raise ManifestOptionError("an HTTP mode app needs the gateway's public base URL")
         events["request_url"] = events_url(check_base_url(base_url), role.name)
+        interactivity["request_url"] = interactivity_url(check_base_url(base_url), role.name)
         if installed_over_oauth(role):
             oauth["redirect_urls"] = [oauth_redirect_url(check_base_url(base_url), role.name)]
     elif base_url is not None:
@@ -158,7 +167,7 @@ def app_manifest(
         "oauth_config": oauth,
         "settings": {
             "event_subscriptions": events,
-            "interactivity": {"is_enabled": False},
+            "interactivity": interactivity,
             "org_deploy_enabled": False,
             "socket_mode_enabled": chosen == "socket",
             "token_rotation_enabled": False,
@@ -230,6 +239,11 @@ def events_url(base_url: str, role_name: str) -> str:
     return f"{base_url}/slack/{role_name}/events"
 
 
+def interactivity_url(base_url: str, role_name: str) -> str:
+    """Where Slack posts clicks on the buttons of the role's app's messages (an approval's)."""
+    return f"{base_url}/slack/{role_name}/interactivity"
+
+
 def oauth_redirect_url(base_url: str, role_name: str) -> str:
     """Where Slack sends the browser back after someone installs the role's app
     (`channels/slack/install.py`)."""
@@ -246,7 +260,10 @@ def render(role: Role, manifest: dict[str, Any], *, command: str) -> str:
     if "request_url" in events:
         mode = "HTTP mode"
         url = events["request_url"]
-        how = [f"Slack posts the app's events to {url}."]
+        how = [
+            f"Slack posts the app's events to {url},",
+            f"and clicks on its buttons to {manifest['settings']['interactivity']['request_url']}.",
+        ]
         if not reachable_by_slack(url):
             how += [
                 "Slack cannot reach that address (it needs a public https:// URL): generate the",

@@ -69,7 +69,7 @@ def to_mrkdwn(markdown: str) -> str:
                 lines.append("```")
                 fence = None
             else:
-                lines.append(_escape(line))
+                lines.append(escape(line))
         elif opening is not None:
             fence = opening.group(1)
             lines.append("```")
@@ -105,7 +105,7 @@ def _inline(text: str) -> str:
     at = 0
     for span in _CODE_SPAN.finditer(text):
         out.append(_prose(text[at : span.start()]))
-        out.append(_escape(span.group(0)))
+        out.append(escape(span.group(0)))
         at = span.end()
     out.append(_prose(text[at:]))
     return "".join(out)
@@ -121,7 +121,7 @@ def _prose(text: str) -> str:
     text = _ESCAPED.sub(
         lambda m: hold(m.group(0) if m.group(1) in _MARK_CHARS else m.group(1)), text
     )
-    text = _escape(text)
+    text = escape(text)
     text = _LINK.sub(lambda m: hold(_link(m)), text)
     text = _BARE_URL.sub(lambda m: hold(m.group(0)), text)
     text = _emphasis(text)
@@ -157,5 +157,6 @@ def _emphasis(text: str) -> str:
     return _EMPHASIS.sub(mark, text)
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """`&`, `<` and `>` as Slack asks (`&amp;`, `&lt;`, `&gt;`): plain text shown as mrkdwn."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

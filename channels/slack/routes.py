@@ -1,6 +1,7 @@
 """Wiring the Slack channel into the application: for every role whose manifest has a `slack:`
-section, its bolt app (events over HTTP at `/slack/{role}/events`, or over Socket Mode), its
-inbound handlers and its delivery worker, started and stopped with the gateway; for a role
+section, its bolt app (events over HTTP at `/slack/{role}/events` and clicks on buttons at
+`/slack/{role}/interactivity`, or both over Socket Mode), its inbound handlers, the answers to
+approvals and its delivery worker, started and stopped with the gateway; for a role
 installed over OAuth, its install flow too (`/slack/{role}/install`, `/slack/{role}/oauth_redirect`;
 `channels/slack/install.py`), whose stores share one engine on the gateway's database."""
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -27,6 +29,7 @@ from channels.edge.errors import ApiError, error_response
 from channels.edge.leasing import ONE_PROCESS, LeaseTerms
 from channels.edge.requests import DATABASE_KEY, HOST_KEY
 from channels.slack import install
+from channels.slack.answers import Answers
 from channels.slack.apps import (
     WEB_API_TIMEOUT,
     Clients,
@@ -37,7 +40,7 @@ from channels.slack.apps import (
 )
 from channels.slack.delivery import Delivery
 from channels.slack.inbound import Inbound
-from channels.slack.verify import check_signature, read_event
+from channels.slack.verify import check_signature, read_event, read_interaction
 from core.model.roles import Role
 
 log = logging.getLogger("rolecall.slack")
@@ -93,6 +96,7 @@ def add_routes(
     }
     app[SLACK_KEY] = slack
     app.router.add_post("/slack/{role}/events", events)
+    app.router.add_post("/slack/{role}/interactivity", interactivity)
     app.router.add_get("/slack/{role}/install", install_page)
     app.router.add_get("/slack/{role}/oauth_redirect", oauth_redirect)
     if slack:
@@ -126,6 +130,9 @@ async def _lifecycle(app: web.Application, config: SlackConfig) -> AsyncIterator
             teams = config.email_link_teams
             inbound = Inbound(role, database, host, entry.delivery, email_link_teams=teams)
             inbound.register(entry.bolt)
+            answers = Answers(role, database, entry.delivery.name_of)
+            answers.register(entry.bolt)
+            stops.append(answers.close)
             await entry.delivery.start()
             started.append(entry)
             stops.append(database.listen(entry.delivery.on_commit))
@@ -154,6 +161,19 @@ async def events(request: web.Request) -> web.Response:
     """Slack's Events API for one role's app: its signature checked over the raw bytes before
     anything else (401), the body read as Slack sends it (400, 422; `channels/slack/verify.py`),
     then answered by bolt (`url_verification`), a person's message committed before the 200."""
+    return await _from_slack(request, read_event)
+
+
+async def interactivity(request: web.Request) -> web.Response:
+    """Clicks on the buttons of the role's app's messages (`block_actions`), checked as events
+    are (`read_interaction`); an answer to an approval is committed before the 200
+    (`channels/slack/answers.py`)."""
+    return await _from_slack(request, read_interaction)
+
+
+async def _from_slack(
+    request: web.Request, read: Callable[[bytes], dict[str, Any]]
+) -> web.Response:
     name = request.match_info["role"]
     entry = request.app[SLACK_KEY].get(name)
     if entry is None or entry.bolt is None:
@@ -166,7 +186,7 @@ async def events(request: web.Request) -> web.Response:
     except ApiError as refusal:
         log.info("slack request to role %s refused: %s", name, refusal.message)
         raise
-    read_event(raw)
+    read(raw)
     try:
         bolt_request = AsyncBoltRequest(
             body=raw.decode(),

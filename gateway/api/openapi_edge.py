@@ -380,6 +380,28 @@ def _callbacks() -> dict[str, Any]:
                 },
             ),
         ),
+        "/slack/{role}/interactivity": path(
+            role,
+            post=operation(
+                "slack_interactivity",
+                "Clicks on the buttons of the role's Slack messages (approvals)",
+                tag=tag,
+                security=OPEN,
+                description="Slack calls this with a form whose one field, `payload`, is a "
+                "`block_actions` interaction; it is signed with the app's signing secret like "
+                "events. A click on an approval's button answers it before the 200 "
+                "(docs/approvals.md).",
+                request=slack_body,
+                answers={200: {"description": "acknowledged (bolt's answer)"}},
+                failures={
+                    400: "`invalid_body`, `invalid_json`",
+                    401: "`invalid_signature`",
+                    404: "`unknown_role`, `socket_mode`, `unhandled_event`",
+                    422: "`invalid_slack_interaction`, `invalid_slack_event`",
+                    503: "`event_not_recorded`: Slack sends it again",
+                },
+            ),
+        ),
         "/slack/{role}/install": path(
             role,
             get=operation(

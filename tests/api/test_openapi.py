@@ -65,6 +65,7 @@ PLATFORM_BODIES = {
     "POST /api/v1/tools/{name}",
     "POST /mcp",
     "POST /slack/{role}/events",
+    "POST /slack/{role}/interactivity",
 }
 
 
@@ -551,5 +552,6 @@ async def _callbacks(call: Scenario, ids: dict[str, str]) -> None:
     await call("POST", "/hooks/nowhere", raw=body, headers=headers, status=404, token=None)
     # No role here has a Slack app: each answers 404 `unknown_role`, in the one error shape.
     await call("POST", "/slack/echo/events", raw=b"{}", status=404, token=None)
+    await call("POST", "/slack/echo/interactivity", raw=b"payload=%7B%7D", status=404, token=None)
     await call("GET", "/slack/echo/install", status=404, token=None)
     await call("GET", "/slack/echo/oauth_redirect", status=404, token=None)

@@ -64,6 +64,10 @@ def test_the_concierge_manifest_is_the_reviewed_one(concierge: Role) -> None:
         "request_url": f"{BASE}/slack/concierge/events",
         "bot_events": EVENTS,
     }
+    assert manifest["settings"]["interactivity"] == {  # an approval's buttons
+        "is_enabled": True,
+        "request_url": f"{BASE}/slack/concierge/interactivity",
+    }
 
 
 def test_the_shipped_concierge_manifest_is_the_reviewed_one() -> None:
@@ -78,6 +82,7 @@ def test_socket_mode_has_no_request_url(concierge: Role) -> None:
     settings = manifest["settings"]
     assert settings["socket_mode_enabled"] is True
     assert settings["event_subscriptions"] == {"bot_events": EVENTS}
+    assert settings["interactivity"] == {"is_enabled": True}  # clicks come over the socket too
     assert manifest["oauth_config"]["scopes"] == {"bot": SCOPES}
     with pytest.raises(ManifestOptionError, match="no request URL"):
         app_manifest(concierge, mode="socket", base_url=BASE)
@@ -93,6 +98,10 @@ def test_the_role_s_own_mode_is_used_and_not_contradicted() -> None:
     assert (
         events["event_subscriptions"]["request_url"]
         == "https://rc.example.com/gw/slack/helper/events"
+    )
+    assert (
+        events["interactivity"]["request_url"]
+        == "https://rc.example.com/gw/slack/helper/interactivity"
     )
 
 

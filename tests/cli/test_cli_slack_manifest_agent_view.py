@@ -95,7 +95,8 @@ def test_the_command_with_agent_view_records_the_flag(
     assert done.stderr == ""
     text = out.read_text()
     assert f"#   rolecall slack manifest concierge --url {url} --agent-view\n" in text
-    assert f"# Slack posts the app's events to {url}/slack/concierge/events.\n" in text
+    assert f"# Slack posts the app's events to {url}/slack/concierge/events,\n" in text
+    assert f"# and clicks on its buttons to {url}/slack/concierge/interactivity.\n" in text
     written = yaml.safe_load(text)
     assert written["features"]["assistant_view"]["assistant_description"]
     assert written["settings"]["event_subscriptions"]["bot_events"] == [

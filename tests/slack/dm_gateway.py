@@ -1,6 +1,7 @@
 """The gateway with a Slack app for the role `echo`, over real HTTP on loopback, against the fake
-Slack: `SlackGateway.post_event` sends Slack's signed Events API request; `api` and `widget` are
-the operator API and the web widget of the same gateway."""
+Slack: `SlackGateway.post_event` sends Slack's signed Events API request, `post_interaction` its
+signed interactivity request (a click); `api` and `widget` are the operator API and the web
+widget of the same gateway."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from gateway.settings import Settings
 from tests.api.conftest import TOKEN, Api
 from tests.serving import free_port, serve
 from tests.settings import make_settings
-from tests.slack.fake_slack import FakeSlack, signed_request_headers
+from tests.slack.fake_slack import FakeSlack, interactivity_body, signed_request_headers
 from tests.web.conftest import Widget
 
 SIGNING = "SLACK_ECHO_SIGNING_SECRET"
@@ -66,6 +67,18 @@ class SlackGateway:
         sent = {"Content-Type": "application/json", **signed, **(headers or {})}
         async with self.http.post(
             self.server.make_url("/slack/echo/events"), data=body, headers=sent
+        ) as resp:
+            return resp.status, await resp.text()
+
+    async def post_interaction(
+        self, payload: dict[str, Any], *, secret: str | None = None
+    ) -> tuple[int, str]:
+        """Slack posts a click (`FakeSlack.click`) to the app's interactivity request URL."""
+        body = interactivity_body(payload)
+        signed = signed_request_headers(body, secret or self.fake.app.signing_secret)
+        sent = {"Content-Type": "application/x-www-form-urlencoded", **signed}
+        async with self.http.post(
+            self.server.make_url("/slack/echo/interactivity"), data=body, headers=sent
         ) as resp:
             return resp.status, await resp.text()
 

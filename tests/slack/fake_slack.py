@@ -21,6 +21,12 @@ Invariants to rely on:
   sees it).
 - Messages keep the `metadata` they were posted (or stream-stopped, or updated) with;
   `conversations.history` and `conversations.replies` answer it with `include_all_metadata`.
+  `chat.update` changes a message in place (what it is not given stays, as with Slack).
+- `chat.postEphemeral` shows a message to one member of a channel: it is kept apart
+  (`ephemerals`), never in the channel's history.
+- A person clicks only a button that is there: `click` finds it in the message as it is now and
+  builds the `block_actions` payload Slack sends the app (to post with `interactivity_body`, or
+  in a Socket Mode envelope of type `interactive`).
 - A bot sees only its own channels: the DM of bot X with a person is not bot Y's DM.
 
 Socket Mode: `apps.connections.open` (app-level token) hands out a single-use URL
@@ -41,6 +47,7 @@ import hashlib
 import hmac
 import json
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -186,6 +193,8 @@ class FakeSlack:
         self.users = {user.id: user for user in users}
         self.token_rotation = token_rotation
         self.recorded: list[Call] = []
+        self.ephemerals: list[dict[str, Any]] = []
+        """`chat.postEphemeral` messages, in order: `{channel, user, text, ts}`."""
         self.socket_connections: list[SocketConnection] = []
         self._bots = {bot.token: bot for bot in bots}
         self._first_bot = next(iter(self._bots.values()))
@@ -218,6 +227,7 @@ class FakeSlack:
             "auth.test": self._auth_test,
             "chat.postMessage": self._chat_post_message,
             "chat.update": self._chat_update,
+            "chat.postEphemeral": self._chat_post_ephemeral,
             "chat.delete": self._chat_delete,
             "chat.startStream": self._chat_start_stream,
             "chat.appendStream": self._chat_append_stream,
@@ -401,6 +411,36 @@ class FakeSlack:
         return event_callback(
             event, team_id=bot.team_id, api_app_id=bot.app_id, bot_user_id=bot.user_id
         )
+
+    def click(
+        self, user: User | str, channel: str, ts: str, action_id: str, *, bot: Bot | None = None
+    ) -> dict[str, Any]:
+        """A person clicks the button `action_id` of message `ts`: the `block_actions` payload.
+        AssertionError when the message has no such button now (Slack shows only what is)."""
+        bot = bot or self.bot
+        found = self._channels[channel]
+        uid = _uid(user)
+        assert uid in found.members, f"{uid} is not in {channel}"
+        message = found.messages[ts]
+        buttons = [
+            (block, element)
+            for block in message.get("blocks") or []
+            if block.get("type") == "actions"
+            for element in block.get("elements") or []
+        ]
+        for block, element in buttons:
+            if element.get("action_id") == action_id:
+                return block_actions(
+                    user=self.users.get(uid) or User(id=uid, name=uid, real_name=uid),
+                    channel=found.id,
+                    channel_type=found.type,
+                    message=_public(message, False),
+                    block_id=str(block.get("block_id", "")),
+                    button=element,
+                    bot=bot,
+                    response_url=f"http://127.0.0.1:{self.port}/actions/{uuid.uuid4().hex}",
+                )
+        raise AssertionError(f"message {ts} has no button {action_id!r} now")
 
     def _team(self, uid: str, bot: Bot) -> str:
         return self.users[uid].team_id if uid in self.users else bot.team_id
@@ -710,6 +750,18 @@ class FakeSlack:
             "text": message["text"],
             "message": _public(message, True),
         }
+
+    def _chat_post_ephemeral(self, bot: Bot, args: dict[str, Any]) -> dict[str, Any]:
+        _need(bot, "chat:write")
+        found = self._channel(bot, args.get("channel"))
+        user, text = _text(args.get("user")), _text(args.get("text"))
+        if user is None or user not in found.members:
+            raise SlackError("user_not_in_channel")
+        if not text and not _json(args.get("blocks"), "invalid_blocks"):
+            raise SlackError("no_text")
+        ts = self.next_ts()
+        self.ephemerals.append({"channel": found.id, "user": user, "text": text or "", "ts": ts})
+        return {"message_ts": ts}
 
     def _chat_delete(self, bot: Bot, args: dict[str, Any]) -> dict[str, Any]:
         _need(bot, "chat:write")
@@ -1035,6 +1087,56 @@ def event_callback(
         "is_ext_shared_channel": False,
         "event_context": f"4-fake-{uuid.uuid4().hex[:8]}",
     }
+
+
+def block_actions(
+    *,
+    user: User,
+    channel: str,
+    channel_type: str,
+    message: dict[str, Any],
+    block_id: str,
+    button: dict[str, Any],
+    bot: Bot,
+    response_url: str,
+) -> dict[str, Any]:
+    """What Slack sends the app when `user` clicks `button` of `message` in `channel`."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": bot.team_id},
+        "api_app_id": bot.app_id,
+        "token": "fake-verification-token",
+        "container": {
+            "type": "message",
+            "message_ts": message["ts"],
+            "channel_id": channel,
+            "is_ephemeral": False,
+        },
+        "trigger_id": f"1700000000.{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}",
+        "team": {"id": bot.team_id, "domain": "fake-workspace"},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": channel, "name": "directmessage" if channel_type == "im" else "mpdm"},
+        "message": message,
+        "state": {"values": {}},
+        "response_url": response_url,
+        "actions": [
+            {
+                "action_id": button["action_id"],
+                "block_id": block_id,
+                "text": {**button.get("text", {}), "emoji": True},
+                "value": button.get("value", ""),
+                **({"style": button["style"]} if "style" in button else {}),
+                "type": button.get("type", "button"),
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
+
+
+def interactivity_body(payload: dict[str, Any]) -> bytes:
+    """An interaction as Slack posts it to the request URL: a form, `payload=<JSON>`."""
+    return urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
 
 
 def message_event(

@@ -32,6 +32,7 @@ from tests.slack.fake_slack import (
     User,
     bot_message,
     event_callback,
+    interactivity_body,
     message_im,
     signed_request_headers,
 )
@@ -395,6 +396,53 @@ async def test_bolt_accepts_the_built_events_and_answers_through_the_fake(
     assert heard[2]["deleted_ts"] == asked["event"]["ts"]
     assert fake_slack.message(dm, asked["event"]["ts"]) is None
     assert len(fake_slack.calls("chat.postMessage")) == 1  # the echo was Bolt's own: ignored
+
+
+async def test_a_click_is_what_bolt_takes_and_an_ephemeral_is_kept_apart(
+    fake_slack: FakeSlack, slack_client: AsyncWebClient
+) -> None:
+    dm = fake_slack.dm_channel(ALICE)
+    button = {"type": "button", "action_id": "go:1", "value": "1", "style": "primary"}
+    blocks = [{"type": "actions", "block_id": "b1", "elements": [button]}]
+    posted = await slack_client.chat_postMessage(channel=dm, text="Go?", blocks=blocks)
+    ts = posted["ts"]
+    with pytest.raises(AssertionError, match="no button 'go:2'"):
+        fake_slack.click(ALICE, dm, ts, "go:2")
+    click = fake_slack.click(ALICE, dm, ts, "go:1")
+    assert (click["type"], click["user"]["id"], click["channel"]["id"]) == (
+        "block_actions",
+        ALICE.id,
+        dm,
+    )
+    assert click["container"]["message_ts"] == ts and click["message"]["blocks"] == blocks
+
+    clicked: list[dict[str, Any]] = []
+    app = AsyncApp(
+        process_before_response=True,
+        token=fake_slack.bot.token,
+        signing_secret=fake_slack.app.signing_secret,
+        client=AsyncWebClient(token=fake_slack.bot.token, base_url=fake_slack.api_url),
+    )
+
+    @app.action("go:1")
+    async def on_click(ack: Any, action: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        clicked.append(action)
+        await client.chat_postEphemeral(channel=dm, user=ALICE.id, text="only you see this")
+
+    body = interactivity_body(click).decode()
+    headers: dict[str, str | Sequence[str]] = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        **signed_request_headers(body.encode(), fake_slack.app.signing_secret),
+    }
+    answer = await app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
+    assert answer.status == 200
+    assert [(a["action_id"], a["value"], a["block_id"]) for a in clicked] == [("go:1", "1", "b1")]
+    [told] = fake_slack.ephemerals
+    assert (told["channel"], told["user"], told["text"]) == (dm, ALICE.id, "only you see this")
+    assert [m["ts"] for m in fake_slack.messages(dm)] == [ts]  # not in the DM's history
+    refused_ = await refused(slack_client.chat_postEphemeral(channel=dm, user=BOB.id, text="x"))
+    assert refused_.response["error"] == "user_not_in_channel"
 
 
 async def test_socket_mode_client_connects_receives_and_acks(fake_slack: FakeSlack) -> None:
