@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,9 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 from playwright.async_api import Error as PlaywrightError
 
+from core.model.roles import Role
 from gateway.settings import SiteSettings
-from tests.browser.harness import Gateway, OpenPage, Troubles
+from tests.browser.harness import ROLES, Gateway, OpenPage, Troubles
 from tests.browser.host_page import SITE, SITE_SECRET, page_app
 from tests.serving import free_port, serve
 from tests.settings import make_settings
@@ -50,8 +51,24 @@ def gateway_options() -> dict[str, Any]:
 
 
 @pytest.fixture
+def gateway_roles() -> Mapping[str, Role]:
+    """The roles the test's gateway serves; a test module overrides this fixture to change them."""
+    return ROLES
+
+
+@pytest.fixture
+def gateway_secrets() -> Mapping[str, str]:
+    """The settings holding secrets that the roles' manifests name."""
+    return {}
+
+
+@pytest.fixture
 async def gateway(
-    tmp_path: Path, shop_port: int, gateway_options: dict[str, Any]
+    tmp_path: Path,
+    shop_port: int,
+    gateway_options: dict[str, Any],
+    gateway_roles: Mapping[str, Role],
+    gateway_secrets: Mapping[str, str],
 ) -> AsyncIterator[Gateway]:
     port = free_port()
     shop_origin = f"http://127.0.0.1:{shop_port}"
@@ -67,7 +84,7 @@ async def gateway(
         **gateway_options,
     )
     async with aiohttp.ClientSession() as http:
-        running = Gateway(settings, http, shop_origin)
+        running = Gateway(settings, http, shop_origin, gateway_roles, gateway_secrets)
         await running.start()
         try:
             yield running

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,8 @@ class Gateway:
     settings: Settings
     http: aiohttp.ClientSession
     shop_origin: str
+    roles: Mapping[str, Role] = field(default_factory=lambda: ROLES)
+    secrets: Mapping[str, str] = field(default_factory=dict)
     server: TestServer | None = None
     _serving: contextlib.AsyncExitStack | None = field(default=None, init=False, repr=False)
 
@@ -68,7 +70,9 @@ class Gateway:
     async def start(self, port: int | None = None) -> None:
         """Serve on the gateway's own port, or (a stand-in while it is down) on another one."""
         assert self.server is None, "already running"
-        app = build_app(self.settings, api_token=TOKEN, roles=ROLES)
+        app = build_app(
+            self.settings, api_token=TOKEN, roles=dict(self.roles), secrets=dict(self.secrets)
+        )
         serving = contextlib.AsyncExitStack()
         self.server = await serving.enter_async_context(serve(app, port=port or self.settings.port))
         self._serving = serving
