@@ -32,10 +32,12 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def server(
-    args: Sequence[str], *, port: int, env: dict[str, str] | None = None
+    args: Sequence[str], *, port: int, env: dict[str, str] | None = None, log: Path | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run a server process until the block ends; wait until its /healthz answers."""
-    with tempfile.TemporaryFile() as errors:
+    """Run a server process until the block ends; wait until its /healthz answers. Its stderr
+    goes to `log` when given (to be read after the block), else to a file dropped with it."""
+    opened = open(log, "w+b") if log is not None else tempfile.TemporaryFile()  # noqa: SIM115
+    with opened as errors:
         process = subprocess.Popen(
             [sys.executable, *args],
             cwd=ROOT,

@@ -8,12 +8,14 @@
     python -m bench.run_all --only webhooks
     python -m bench.run_all --only acp
     python -m bench.run_all --only malformed
+    python -m bench.run_all --only approvals
 
 Each benchmark measures its ceiling in the same run, on the same machine, so the ratios mean
 something even when the absolute numbers move with the machine's load. `--only NAME` (recall,
-fanout, sse, slack, webhooks, acp or malformed) runs that benchmark alone and writes its section
-over the one in the report (or after the others), saying when and where it was measured, apart
-from the run at the top.
+fanout, sse, slack, webhooks, acp, malformed or approvals) runs that benchmark alone and writes
+its section over the one in the report (or after the others), saying when and where it was
+measured, apart from the run at the top. The approvals benchmark fails (`approvals.Failed`, a
+non-zero exit) once the report is written when any of its exactly-once counts is wrong.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pathlib import Path
 
 from bench import (
     acp_sleep,
+    approvals,
+    approvals_report,
     fanout,
     ingest,
     recall,
@@ -74,6 +78,7 @@ WEBHOOKS_EVENTS = 10_000
 WEBHOOKS_ENDPOINTS = 10
 ACP_CONVERSATIONS = 200
 ACP_IDLE_SLEEP = 5.0
+APPROVALS_CONVERSATIONS = 1_000
 
 RECALL_HEADING = "## Agent memory recall"
 MALFORMED_HEADING = "## Message ingest with malformed requests"
@@ -201,7 +206,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only",
-        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp", "malformed"],
+        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp", "malformed", "approvals"],
         help="run this benchmark alone",
     )
     only = parser.parse_args().only
@@ -214,6 +219,7 @@ def main() -> None:
             "webhooks": webhooks_only,
             "acp": acp_only,
             "malformed": malformed_only,
+            "approvals": approvals_only,
         }
         print("\n".join(alone[only]()))
         return
@@ -270,6 +276,9 @@ def main() -> None:
         started = time.monotonic()
         agents = acp_sleep.measure(workdir / "acp", ACP_CONVERSATIONS, ACP_IDLE_SLEEP)
         timed("acp", started)
+        started = time.monotonic()
+        answered = approvals.measure_all(workdir / "approvals", APPROVALS_CONVERSATIONS)
+        timed("approvals", started)
     minutes = (time.monotonic() - began) / 60
     bare, ceiling, gateway = (runs[k].latency for k in ("aiohttp", "commit", "gateway"))
     verdict_ingest = "met" if gateway.rate >= 4_000 and gateway.p99_ms < 15 else "**not met**"
@@ -331,9 +340,11 @@ def main() -> None:
         *_slack_section(slack),
         *_acp_section(agents),
         *_webhooks_section(hooks),
+        *approvals_report.section(answered),
     ]
     REPORT.write_text("\n".join(lines))
     print("\n".join(lines))
+    approvals.fail_on_problems(answered)
 
 
 def _paragraph(text: str) -> str:
@@ -637,6 +648,28 @@ def webhooks_only(
     section = _webhooks_section(result, measured=measured)
     text = report.read_text() if report.exists() else ""
     report.write_text(_with_section(text, WEBHOOKS_HEADING, section))
+    return section
+
+
+def approvals_only(
+    report: Path = REPORT,
+    conversations: int = APPROVALS_CONVERSATIONS,
+    setups: tuple[approvals.Setup, ...] = approvals.SETUPS,
+) -> list[str]:
+    """Run the approvals benchmark alone and write its section into `report`: over the section
+    there, or after the others; then raise `approvals.Failed` if any run found a problem."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
+        results = approvals.measure_all(Path(tmp), conversations, setups)
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only approvals`, "
+        f"which took {time.monotonic() - started:.0f} s, apart from the run at the top of this "
+        "page."
+    )
+    section = approvals_report.section(results, measured=measured)
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, approvals_report.HEADING, section))
+    approvals.fail_on_problems(results)
     return section
 
 
