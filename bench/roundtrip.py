@@ -27,7 +27,7 @@ import json
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,10 +197,15 @@ def measure_echo(
     *,
     sweep: Sequence[int] = SWEEP,
     sweep_round_trips: int = SWEEP_ROUND_TRIPS,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[RoundTrips, RoundTrips, list[RoundTrips]]:
-    """First contact with every conversation, then `total` warm round trips, then the sweep."""
+    """First contact with every conversation, then `total` warm round trips, then the sweep.
+    `env`: more of the gateway's environment (`bench.traces` turns tracing on with it)."""
     port, token = free_port(), secrets.token_urlsafe(24)
-    env = gateway_env(workdir / "echo", port, token, roles_dir=echo_role(workdir / "roles"))
+    env = {
+        **gateway_env(workdir / "echo", port, token, roles_dir=echo_role(workdir / "roles")),
+        **(env or {}),
+    }
     with server(["-m", "gateway", "serve"], port=port, env=env) as process:
 
         async def load() -> tuple[RoundTrips, RoundTrips, list[RoundTrips]]:

@@ -9,12 +9,13 @@
     python -m bench.run_all --only acp
     python -m bench.run_all --only malformed
     python -m bench.run_all --only approvals
+    python -m bench.run_all --only traces
 
 Each benchmark measures its ceiling in the same run, on the same machine, so the ratios mean
 something even when the absolute numbers move with the machine's load. `--only NAME` (recall,
-fanout, sse, slack, webhooks, acp, malformed or approvals) runs that benchmark alone and writes
-its section over the one in the report (or after the others), saying when and where it was
-measured, apart from the run at the top. The approvals benchmark fails (`approvals.Failed`, a
+fanout, sse, slack, webhooks, acp, malformed, approvals or traces) runs that benchmark alone and
+writes its section over the one in the report (or after the others), saying when and where it
+was measured, apart from the run at the top. The approvals benchmark fails (`approvals.Failed`, a
 non-zero exit) once the report is written when any of its exactly-once counts is wrong.
 """
 
@@ -42,6 +43,7 @@ from bench import (
     sleep_memory,
     sse,
     timeline,
+    traces,
     webhooks,
 )
 from bench.harness import ROOT, Latency, machine, today
@@ -79,6 +81,9 @@ WEBHOOKS_ENDPOINTS = 10
 ACP_CONVERSATIONS = 200
 ACP_IDLE_SLEEP = 5.0
 APPROVALS_CONVERSATIONS = 1_000
+TRACES_CONVERSATIONS = 500
+TRACES_ROUND_TRIPS = 5_000
+TRACES_ROUNDS = 3
 
 RECALL_HEADING = "## Agent memory recall"
 MALFORMED_HEADING = "## Message ingest with malformed requests"
@@ -206,7 +211,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only",
-        choices=["recall", "fanout", "sse", "slack", "webhooks", "acp", "malformed", "approvals"],
+        choices=[
+            "recall",
+            "fanout",
+            "sse",
+            "slack",
+            "webhooks",
+            "acp",
+            "malformed",
+            "approvals",
+            "traces",
+        ],
         help="run this benchmark alone",
     )
     only = parser.parse_args().only
@@ -220,6 +235,7 @@ def main() -> None:
             "acp": acp_only,
             "malformed": malformed_only,
             "approvals": approvals_only,
+            "traces": traces_only,
         }
         print("\n".join(alone[only]()))
         return
@@ -670,6 +686,31 @@ def approvals_only(
     text = report.read_text() if report.exists() else ""
     report.write_text(_with_section(text, approvals_report.HEADING, section))
     approvals.fail_on_problems(results)
+    return section
+
+
+def traces_only(
+    report: Path = REPORT,
+    conversations: int = TRACES_CONVERSATIONS,
+    total: int = TRACES_ROUND_TRIPS,
+    rounds: int = TRACES_ROUNDS,
+    single: int = traces.SINGLE,
+) -> list[str]:
+    """Run the tracing benchmark (the round trip with traces off, on, and sampled) alone and
+    write its section into `report`: over the section there, or after the others."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
+        runs = traces.measure(Path(tmp), conversations, total, POSTERS, rounds, single=single)
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only traces`, "
+        f"which took {time.monotonic() - started:.0f} s, apart from the run at the top of this "
+        "page."
+    )
+    section = traces.section(
+        runs, measured=measured, conversations=conversations, total=total, posters=POSTERS
+    )
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, traces.HEADING, section))
     return section
 
 

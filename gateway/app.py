@@ -17,7 +17,9 @@ stops first (running turns are redone on the next start), then the database clos
 
 Every request passes through one middleware, `request_edge`, which in order: gives the request an
 id (taken from a well-formed `X-Request-Id` or made up, echoed on the response and stamped on
-every log line written while the request is handled); checks the operator token on `/api/v1`;
+every log line written while the request is handled); checks the operator token on `/api/v1`
+and hands its name and the client's address to the handler (`request[OPERATOR_KEY]`,
+`gateway.operators`: named, revocable tokens; the configured one is `default`);
 refuses what no route may take — a `Content-Encoding` other than gzip or deflate (415), a query
 parameter or path parameter that `core.model.values` refuses (422); runs the handler; turns any
 failure into the JSON error body (`channels.edge.errors.translate`, the one translation); counts and
@@ -37,7 +39,6 @@ Logging itself (`configure_logging`, the JSON formatter, the request id on every
 
 from __future__ import annotations
 
-import hmac
 import itertools
 import logging
 import re
@@ -48,6 +49,7 @@ from time import perf_counter
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_urldispatcher import AbstractResource
+from opentelemetry.trace import TracerProvider
 
 from channels.edge.errors import ApiError, translate
 from channels.edge.requests import (
@@ -77,8 +79,9 @@ from core.storage.database import upgrade_schema
 from core.storage.engine import is_sqlite
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
 from core.storage.slot_locks import PgTurnSlots
-from gateway import malformed
+from gateway import malformed, tracing
 from gateway.api import approvals as approval_routes
+from gateway.api import audit as audit_routes
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
@@ -89,11 +92,13 @@ from gateway.api import runs as run_routes
 from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
+from gateway.api import tokens as token_routes
 from gateway.api import tools as tool_routes
 from gateway.housekeeping import add_housekeeping
 from gateway.logs import current_request_id
 from gateway.mcp import routes as mcp_endpoint
 from gateway.metrics import METRICS_KEY, UNMATCHED_ROUTE, Metrics, serve_metrics
+from gateway.operators import OPERATOR_KEY, OPERATORS_KEY, Operator, OperatorTokens
 from gateway.replica import (
     REPLICA_KEY,
     ThisReplica,
@@ -102,6 +107,7 @@ from gateway.replica import (
     own_address,
     replica_lifecycle,
 )
+from gateway.retention import add_retention
 from gateway.roles import configured_roles
 from gateway.roles import routes as role_routes
 from gateway.runtimes import runtime_kinds
@@ -134,6 +140,7 @@ def build_app(
     roles: Mapping[str, Role] | None = None,
     runtimes: Runtimes | None = None,
     secrets: Mapping[str, str] | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     """The gateway's application; the database is opened when it starts, not here.
 
@@ -141,7 +148,8 @@ def build_app(
     as does a role no runtime here can back, or a Slack app whose secrets are not set);
     `runtimes` to the built-in agents; `secrets` (the settings manifests name) to the
     environment's. Webhook sources are read from `settings.sources_dir` (a bad manifest, or a
-    secret that is not set, raises `ManifestError` too).
+    secret that is not set, raises `ManifestError` too). Traces are made when the settings and
+    the `OTEL_*` variables say (`gateway.tracing`), or with `tracer_provider` when given.
     """
     known = dict(roles) if roles is not None else configured_roles(settings)
     sources = webhook_sources(settings)
@@ -154,9 +162,16 @@ def build_app(
         if problem := runtimes.problem(role):
             field, what = problem
             raise ManifestError(f"{settings.roles_dir / (role.name + '.yaml')}: {field}: {what}")
+    operators = OperatorTokens(api_token)
+    traced = tracer_provider is not None or tracing.wanted(settings)
+    if traced and tracer_provider is None:
+        tracing.check_environment()
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[request_edge(api_token, trusted_proxies=settings.trusted_proxies)],
+        middlewares=[
+            *tracing.request_spans(traced),
+            request_edge(operators, trusted_proxies=settings.trusted_proxies),
+        ],
         handler_args={"auto_decompress": False},
     )
     malformed.answer_in_json(app)
@@ -165,6 +180,8 @@ def build_app(
     app[ROSTER_KEY] = Roster.of(known, others=settings.allow_unserved_roles)
     app[RUNTIMES_KEY] = runtimes
     app[METRICS_KEY] = Metrics()
+    if traced:  # first in, last out: every span of the gateway's life is made
+        app.cleanup_ctx.append(tracing.lifecycle(tracer_provider, lambda: app[REPLICA_KEY].id))
     app.cleanup_ctx.append(database_lifecycle)
     app[REPLICA_KEY] = me = ThisReplica(
         id=settings.replica_id or new_replica_id(),
@@ -172,11 +189,16 @@ def build_app(
         timeout=settings.replica_timeout,
     )
     app.cleanup_ctx.append(replica_lifecycle(me, *_cluster_facts(settings, api_token)))
+    # After the replica agreed with the cluster on the operator token, never before: a replica
+    # refused for another token must not have registered it as `default`.
+    app[OPERATORS_KEY] = operators
+    app.cleanup_ctx.append(operators.lifecycle)
     _replica_metrics(app, me)
     app.cleanup_ctx.append(host_lifecycle)
     app[tool_routes.WAITING_KEY] = set()
     app.on_shutdown.append(tool_routes.cut_waits_short)
     add_housekeeping(app, settings, sources)
+    add_retention(app, settings)
     app.router.add_get("/healthz", healthz)
     app.add_routes(replica_routes.routes)
     app.router.add_get("/metrics", metrics)
@@ -190,6 +212,8 @@ def build_app(
     app.add_routes(approval_routes.routes)
     app.add_routes(person_routes.routes)
     app.add_routes(memory_routes.routes)
+    app.add_routes(token_routes.routes)
+    app.add_routes(audit_routes.routes)
     app.add_routes(openapi_routes.routes)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(
@@ -317,14 +341,14 @@ async def healthz(request: web.Request) -> web.Response:
 # --- what wraps every request ---------------------------------------------------------------
 
 
-def request_edge(api_token: str, *, trusted_proxies: Proxies = ()) -> Middleware:
+def request_edge(operators: OperatorTokens, *, trusted_proxies: Proxies = ()) -> Middleware:
     """The one middleware every request passes through. In order: give the request an id; check
-    the operator token on `/api/v1`; refuse an unsupported `Content-Encoding` and query or path
+    the operator token on `/api/v1` (its name, with the client's address, is
+    `request[OPERATOR_KEY]`); refuse an unsupported `Content-Encoding` and query or path
     parameters `core.model.values` refuses; run the handler; turn any failure into the JSON error
     body (`channels.edge.errors.translate`); count and time the answer as the client gets it; write
     the access line. One layer instead of four: each aiohttp middleware costs a wrapper per request.
     """
-    expected = api_token.encode()
 
     @web.middleware
     async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -336,15 +360,10 @@ def request_edge(api_token: str, *, trusted_proxies: Proxies = ()) -> Middleware
         resource = request.match_info.route.resource
         try:
             try:
-                if _needs_operator_token(request.path, resource) and not _bearer_matches(
-                    request, expected
-                ):
-                    raise ApiError(
-                        401,
-                        "unauthorized",
-                        "this route needs the header 'Authorization: Bearer <operator token>'",
-                        headers={"WWW-Authenticate": 'Bearer realm="rolecall"'},
-                    )
+                if _needs_operator_token(request.path, resource):
+                    name = await operators.identify(_bearer(request))
+                    client = client_address(request, trusted_proxies)
+                    request[OPERATOR_KEY] = Operator(name=name, client=client)
                 check_encoding(request)
                 check_request_values(request)
                 response = await handler(request)
@@ -417,9 +436,9 @@ def _under(path: str, prefix: str) -> bool:
     return path.startswith(prefix) and (len(path) == len(prefix) or path[len(prefix)] == "/")
 
 
-def _bearer_matches(request: web.Request, expected: bytes) -> bool:
+def _bearer(request: web.Request) -> str | None:
+    """The bearer token the request carries, or None."""
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer":
-        return False
-    offered = credentials.strip().encode("utf-8", "backslashreplace")
-    return hmac.compare_digest(offered, expected)
+        return None
+    return credentials.strip() or None

@@ -13,6 +13,9 @@ Approvals whose time has passed unanswered are resolved as `expired` every
 its time, so the sweep is for the approvals nobody waits for (their run's replica died), and
 they expire at most that late.
 
+Each pass also deletes the audit records older than `ROLECALL_AUDIT_RETENTION` days (none by
+default: the trail is kept forever), in batches like the rest (`prune_audit`).
+
 Each pass logs one line when it deleted anything and counts what it deleted in
 `rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
 logged and the next one tries again; housekeeping never stops the gateway.
@@ -31,6 +34,7 @@ from aiohttp import web
 from channels.edge.leasing import LeaseTerms, Leasing
 from channels.edge.requests import DATABASE_KEY
 from channels.web.limits import BURST
+from core.model.audit import retention
 from core.model.errors import Conflict
 from core.model.leases import LeaseKind
 from core.model.webhooks import Source
@@ -96,7 +100,26 @@ async def pass_if_held(
     """A pass, on the replica that holds housekeeping (None: another one does)."""
     if await leasing.hold(LeaseKind.HOUSEKEEPING, PRUNE) is None:
         return None
-    return await prune_once(database, settings, metrics, sources)
+    pruned = await prune_once(database, settings, metrics, sources)
+    await prune_audit(database, settings, metrics)
+    return pruned
+
+
+AUDIT_TABLE = "audit_records"
+
+
+async def prune_audit(database: Database, settings: Settings, metrics: Metrics) -> int:
+    """Delete the audit records past `settings.audit_retention` (nothing when it is unset),
+    count them and say so; how many went."""
+    keep = retention(settings.audit_retention)
+    if keep is None:
+        return 0
+    deleted = await database.audit.prune(keep=keep)
+    if deleted:
+        metrics.pruned.labels(table=AUDIT_TABLE).inc(deleted)
+        days = settings.audit_retention
+        log.info("housekeeping deleted %d audit records older than %g days", deleted, days)
+    return deleted
 
 
 async def expire_approvals(database: Database, *, batch: int = 100) -> int:

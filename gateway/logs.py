@@ -2,7 +2,9 @@
 
 `configure_logging(settings)` is called once by whoever runs the app. Each line carries the id of
 the request being handled when it was written (`current_request_id`, set by the app's tracing
-middleware), so a request's access line and everything logged while handling it can be joined.
+middleware), so a request's access line and everything logged while handling it can be joined;
+and, when it was written inside a sampled OpenTelemetry trace (a request's, a turn's, a
+delivery's: docs/tracing.md), that trace's id, to find the trace from the line.
 
 The format is `ROLECALL_LOG_FORMAT`: `json` or `text` when the setting says so, else (`auto`)
 text for a person when stderr is a terminal and JSON for whatever collects it otherwise
@@ -20,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from core.model.timeline import rfc3339
+from core.tracing import current_trace_id
 from gateway.settings import Settings
 
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
@@ -32,8 +35,8 @@ class _Stream(Protocol):
 
 
 class JsonFormatter(logging.Formatter):
-    """A log record as one JSON object: time, level, logger, message, request id, its `fields`,
-    and the traceback when there is one."""
+    """A log record as one JSON object: time, level, logger, message, request id, trace id, its
+    `fields`, and the traceback when there is one."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, object] = {
@@ -45,6 +48,9 @@ class JsonFormatter(logging.Formatter):
         request_id = getattr(record, "request_id", None)
         if request_id is not None:
             line["request_id"] = request_id
+        trace_id = getattr(record, "trace_id", None)
+        if trace_id is not None:
+            line["trace_id"] = trace_id
         line.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             line["traceback"] = self.formatException(record.exc_info)
@@ -53,7 +59,7 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     """A log record as a line for a person: local time, level, logger, message, and the request
-    id in brackets when there is one; a traceback follows on the lines after it."""
+    id and trace id in brackets when there are; a traceback follows on the lines after it."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
@@ -61,15 +67,20 @@ class TextFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
         request_id = getattr(record, "request_id", None)
-        return f"{line} [{request_id}]" if request_id is not None else line
+        trace_id = getattr(record, "trace_id", None)
+        tags = [t for t in (request_id, f"trace {trace_id}" if trace_id else None) if t]
+        return f"{line} [{' '.join(tags)}]" if tags else line
 
 
 class RequestIdFilter(logging.Filter):
-    """Stamp the id of the request being handled (if any) on each record."""
+    """Stamp the id of the request being handled (if any) on each record, and the id of the
+    trace it was written in (if sampled)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "request_id", None) is None:
             record.request_id = current_request_id.get()
+        if getattr(record, "trace_id", None) is None:
+            record.trace_id = current_trace_id()
         return True
 
 

@@ -23,6 +23,8 @@ from channels.slack.routes import SlackConfig
 from channels.web.routes import WidgetConfig
 from channels.web.sites import Site
 from channels.webhooks.sources import configured_sources
+from core.model.errors import InvalidInput
+from core.model.retention import Retention, parse_duration
 from core.model.webhooks import Source
 from core.storage.engine import is_sqlite
 
@@ -81,6 +83,9 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "text"] = "auto"
     """How log lines are written on stderr: `json` (one object a line), `text` (a line for a
     person), or `auto`: text when stderr is a terminal, JSON otherwise (`gateway.logs`)."""
+    traces: bool = False
+    """Make OpenTelemetry traces (docs/tracing.md), sent as the standard `OTEL_*` variables
+    say; also on whenever `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`gateway.tracing`)."""
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_turns: int = Field(default=64, ge=1, le=100_000)
     turn_attempts: int = Field(default=3, ge=1, le=20)
@@ -111,6 +116,18 @@ class Settings(BaseSettings):
     the same delivery made again; after that, housekeeping deletes it."""
     housekeeping_every: float = Field(default=3600.0, ge=1, le=86_400)
     """Seconds between two housekeeping passes."""
+    retain_messages: str = "forever"
+    """How long conversations' messages are kept, unless a role says otherwise (`365d`, `12h`,
+    `forever`; `core.model.retention`)."""
+    retain_memory: str = "forever"
+    """How long a role's memory entries are kept, unless the role says otherwise."""
+    retain_transcripts: str = "forever"
+    """How long the record of a run's turns is kept, unless the role says otherwise."""
+    retain_deliveries: str = "forever"
+    """How long the record of where an event was delivered (its Slack post) is kept."""
+    audit_retention: float | None = Field(default=None, gt=0, le=36_500)
+    """Days an audit record is kept (docs/audit.md); housekeeping deletes older ones. Default:
+    kept forever."""
     trusted_proxies: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
     """The load balancers (addresses or networks, comma-separated) whose `X-Forwarded-For`
     names the client: the widget's limit on new visitors per address, the access log."""
@@ -120,6 +137,25 @@ class Settings(BaseSettings):
     replica_timeout: float = Field(default=8.0, ge=1, le=3600)
     """Seconds a replica may go without a heartbeat before its runs are taken over (it beats
     every fifth of that)."""
+
+    @field_validator("retain_messages", "retain_memory", "retain_transcripts", "retain_deliveries")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        try:
+            parse_duration(value)
+        except InvalidInput as wrong:
+            raise ValueError(wrong.message) from None
+        return value
+
+    @property
+    def retention(self) -> Retention:
+        """The default retention of every kind of record."""
+        return Retention(
+            messages=parse_duration(self.retain_messages),
+            memory=parse_duration(self.retain_memory),
+            transcripts=parse_duration(self.retain_transcripts),
+            deliveries=parse_duration(self.retain_deliveries),
+        )
 
     @field_validator("database_url")
     @classmethod

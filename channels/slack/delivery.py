@@ -50,6 +50,9 @@ streamed (`Streams`) only by the holder, and only for the turns it runs itself.
 Each post is made with the bot token of the DM's workspace (`Clients`): the one token of an app
 installed in one workspace, or the workspace's installation's. A workspace the app is no longer
 installed in takes nothing: its messages are skipped (and logged), the others' go on.
+
+Traced (`core.tracing`), each post is a `rolecall.slack.post` span in the trace of the commit that
+appended its event (a trace of its own when that commit is not known here).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from channels.slack.approvals import request_message, resolved_message
 from channels.slack.apps import Clients, NotInstalled
 from channels.slack.mrkdwn import to_mrkdwn
 from channels.slack.streams import Streams
+from core import tracing
 from core.model.errors import NotFound
 from core.model.leases import Fence, LeaseKind, LeaseLost
 from core.model.participants import Address, ParticipantKind, kind_of
@@ -445,6 +449,12 @@ class Delivery:
         post = await self._post_for(event, answers)
         if post is None or await self._db.slack.post_of(self.role.name, event.id) is not None:
             return  # nothing to post, or posted already (before a failure or a restart)
+        where = {"rolecall.role": self.role.name, "rolecall.slack.channel": binding.channel_id}
+        with tracing.delivery("rolecall.slack.post", event.id, attributes=where):
+            await self._post(binding, event, post)
+
+    async def _post(self, binding: SlackBinding, event: AnyEvent, post: _Post) -> None:
+        """Post `event` once, recording the intent first and the ts Slack answers."""
         # The intent first: whatever happens from here on, a later attempt knows to look.
         first = await self._db.slack.intend(
             self.role.name, event.id, binding.channel_id, fence=self._fence

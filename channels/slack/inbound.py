@@ -22,6 +22,9 @@ recorded as seen and acknowledged (so Slack does not send it again), nothing rea
 timeline, and the person is told in the DM why. Cleaning would put words in the timeline the
 person did not write; a 4xx would have Slack retry the event three times and then drop it with
 no word to anyone. The rest of the event was checked at the route (`channels/slack/verify.py`).
+
+Traced (`core.tracing`), a `message` event is a `rolecall.slack.event` span: within the request's
+span over HTTP, a trace of its own over Socket Mode.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.delivery import Delivery
+from core import tracing
 from core.engine.host.host import RunHost
 from core.model.errors import RolecallError
 from core.model.participants import Address, ParticipantSet
@@ -136,6 +140,22 @@ class Inbound:
         self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
     ) -> None:
         """A `message` event; `client` is bolt's, authorized for the event's workspace."""
+        if not tracing.on():
+            await self._on_message(body, event, client)
+            return
+        delivery = self._delivery(body, event)
+        attributes = {
+            "rolecall.role": self.role.name,
+            "rolecall.slack.event_id": delivery.event_id,
+            "rolecall.slack.team": delivery.team_id,
+            "rolecall.slack.channel": delivery.channel_id,
+        }
+        with tracing.span("rolecall.slack.event", attributes=attributes):
+            await self._on_message(body, event, client)
+
+    async def _on_message(
+        self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
+    ) -> None:
         delivery = self._delivery(body, event)
         said = _said(event)
         if said is None or event.get("channel_type") not in ("im", "mpim"):

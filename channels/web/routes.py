@@ -10,6 +10,9 @@ Approvals: the person answers one of their conversation's approvals here (`POST
 is only ever found in the session's conversation, and only when the person sees it there: any
 other id is the same 404, so that an id reveals nothing. History shows each request with its
 state as the person sees it (a resolution they do not see leaves it pending for them).
+
+Traced (`core.tracing`), each frame a live stream sends of an event this process committed is a
+`rolecall.widget.stream` span in the trace of that commit (history a stream catches up on is not).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from channels.web.stream import (
     Working,
 )
 from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
+from core import tracing
 from core.engine.host.host import RunHost
 from core.model.approvals import ApprovalClosed
 from core.model.errors import InvalidInput, NotAllowed, NotFound, TooLarge
@@ -656,7 +660,10 @@ async def _serve(
 
     async def send(event: AnyEvent) -> None:
         frame = await channel.frames.of(event, state.viewer, channel.names)
-        if frame:
+        if not frame:
+            return
+        where = {"rolecall.thread_id": thread_id, "rolecall.viewer": state.viewer}
+        with tracing.delivery("rolecall.widget.stream", event.id, alone=False, attributes=where):
             await response.write(frame)
 
     async def catch_up(last: int) -> int:

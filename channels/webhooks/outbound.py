@@ -35,6 +35,10 @@ replica that stalled past its lease may send one event again before its record i
 least once; receivers deduplicate by `webhook-id`). Each replica also looks at the endpoints
 every `retry_every` seconds (`_sweep`): one registered, replayed or deleted through another
 replica gets, or loses, its worker here.
+
+Traced (`core.tracing`), each event's delivery is a `rolecall.webhook.deliver` span — one event an
+attempt — in the trace of the commit that appended it (a trace of its own when that commit is
+not known here).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from aiohttp.resolver import DefaultResolver
 from standardwebhooks import Webhook
 
 from channels.edge.leasing import Held, Leasing
+from core import tracing
 from core.model.endpoints import (
     Attempt,
     Cursors,
@@ -506,10 +511,17 @@ class _Worker:
 
     async def _deliver(self, item: _Item) -> None:
         """Send the event until the endpoint takes it; `_Stopped` when it is parked or gone."""
+        where = {"rolecall.endpoint_id": self.id}
+        with tracing.delivery("rolecall.webhook.deliver", item.event.id, attributes=where):
+            await self._send(item)
+
+    async def _send(self, item: _Item) -> None:
         body = item.body()
         while True:
             await self._still_held()
             attempt = await self._attempt(item.event.id, body)
+            if tracing.on():
+                tracing.event("rolecall.webhook.attempt", **_told(attempt))
             now = self._out.clock()
             standing = after_attempt(
                 self._standing,
@@ -576,6 +588,13 @@ class _Worker:
             return Attempt(error=f"no answer within {self._out.timeout:g} s")
         except aiohttp.ClientError as error:
             return Attempt(error=f"{type(error).__name__}: {error}")
+
+
+def _told(attempt: Attempt) -> dict[str, str | int]:
+    """An attempt as its trace tells it: the status the endpoint answered, or the error."""
+    if attempt.status is not None:
+        return {"http.response.status_code": attempt.status}
+    return {"error.type": attempt.error or "no answer"}
 
 
 def _reason(error: Any) -> str:

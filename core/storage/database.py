@@ -10,11 +10,14 @@
     db.endpoints # outbound webhook endpoints, their cursors, and the task-event stream
     db.webhooks  # inbound webhook deliveries, each recorded with what it did
     db.housekeeping  # deletes delivery receipts and OAuth states once their time has passed
+    db.retention     # removes messages, memory, transcripts, delivery records past retention
     db.leases    # who holds a run or a delivery, and until when (several replicas)
     db.replicas  # the replicas serving this database, their heartbeats, the cluster's facts
     db.budgets   # turns' tool calls, counted wherever they land (several replicas)
     db.rates     # token buckets every replica shares (the widget's posting rate)
     db.approvals # what agents ask people before they act, answered exactly once
+    db.operators # named operator tokens (only their digests), made, listed, revoked
+    db.audit     # the audit trail of operator actions, in commit order
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer hands the appended
@@ -40,6 +43,7 @@ from datetime import UTC, datetime
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent
 from core.storage.approvals_store import SqlApprovalRepository
+from core.storage.audit_store import SqlAuditTrail
 from core.storage.budgets_store import SqlToolBudgets
 from core.storage.bus import CommittedEvents
 from core.storage.endpoints_store import SqlEndpointRepository
@@ -50,9 +54,11 @@ from core.storage.leases_store import SqlLeases
 from core.storage.memory_store import SqlMemoryRepository
 from core.storage.migrate import upgrade_schema
 from core.storage.notify import PgNotifications
+from core.storage.operators_store import SqlOperatorTokens
 from core.storage.people_store import SqlPeopleRepository
 from core.storage.rates_store import SqlRateBuckets
 from core.storage.replicas_store import SqlReplicas
+from core.storage.retention_store import SqlRetention
 from core.storage.runs_store import SqlRunRepository
 from core.storage.slack_store import SqlSlackRepository
 from core.storage.subscriptions_store import SqlSubscriptionRepository
@@ -86,11 +92,14 @@ class Database:
     endpoints: SqlEndpointRepository
     webhooks: SqlWebhookRepository
     housekeeping: SqlHousekeeping
+    retention: SqlRetention
     leases: SqlLeases
     replicas: SqlReplicas
     budgets: SqlToolBudgets
     rates: SqlRateBuckets
     approvals: SqlApprovalRepository
+    operators: SqlOperatorTokens
+    audit: SqlAuditTrail
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -194,11 +203,14 @@ async def open_database(
         endpoints=SqlEndpointRepository(reads, writer),
         webhooks=SqlWebhookRepository(reads, writer),
         housekeeping=SqlHousekeeping(writer),
+        retention=SqlRetention(writer),
         leases=SqlLeases(reads, writer),
         replicas=SqlReplicas(reads, writer),
         budgets=SqlToolBudgets(reads, writer),
         rates=SqlRateBuckets(writer),
         approvals=approvals,
+        operators=SqlOperatorTokens(reads, writer),
+        audit=SqlAuditTrail(reads, writer),
         bus=bus,
         task_bus=task_bus,
         notifications=notifications,

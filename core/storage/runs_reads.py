@@ -145,6 +145,7 @@ def turn_from_row(row: Any) -> Turn:
             for a in row.attempts
         ],
         error=row.error,
+        trace_id=next((a["trace_id"] for a in row.attempts if a.get("trace_id")), None),
     )
 
 

@@ -40,6 +40,11 @@
   over OAuth, `slack_installations`, `slack_bots` and `slack_oauth_states` — slack_sdk's
   SQLAlchemy stores' own tables, reproduced column for column (the SDK reads and writes them;
   the migration, not the SDK, creates them).
+- `operator_tokens`: named operator tokens (`core.model.operators`), kept only as SHA-256 digests;
+  a revoked one keeps its row (its name is never given again). `default` is the configured one.
+- `audit_records`: the audit trail of operator actions (`core.model.audit`), numbered by the
+  `audit` counter in `stream_positions` in commit order; never updated, deleted only past the
+  trail's retention.
 """
 
 from __future__ import annotations
@@ -585,6 +590,36 @@ rate_buckets = Table(
     Column("level", Float, nullable=False),
     Column("at", BigInteger, nullable=False),
 )
+
+# --- operators and the audit trail (core.model.operators, core.model.audit) ---------------------
+
+operator_tokens = Table(
+    "operator_tokens",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_used_at", BigInteger),
+    Column("revoked_at", BigInteger),
+)
+
+audit_records = Table(
+    "audit_records",
+    metadata,
+    Column("position", Position, primary_key=True, autoincrement=False),
+    Column("at", BigInteger, nullable=False),
+    Column("actor", String(64), nullable=False),
+    Column("client", String(200), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("detail", JSON, nullable=False),
+    Column("request_id", String(64)),
+    Index(None, "at"),
+    Index(None, "actor", "position"),
+    Index(None, "action", "position"),
+)
+
+AUDIT_STREAM = "audit"
+"""The `stream_positions` counter that numbers audit records."""
 
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

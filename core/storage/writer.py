@@ -27,6 +27,10 @@ then answers each caller and nudges the bus. So:
   that raises answers its own caller only, and never undoes or redoes the commit.
 - Thread rows are locked up front in id order (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
   `BEGIN IMMEDIATE` locks the whole file), so batches from several replicas cannot deadlock.
+- Traces (`core.tracing`): a command sent from inside a trace is a `rolecall.commit` span of
+  its caller's; a batch with any such command (sampled) is a `rolecall.write_batch` span linked
+  to them, and each event it committed is remembered with the commit span of the command that
+  appended it, before the listeners hear of it.
 
 The unit of work (the batch, the command protocol) is `core.storage.batch`; its statements are
 `core.storage.batch_sql`.
@@ -42,9 +46,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from opentelemetry.trace import Span
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
+from core import tracing
 from core.model.errors import RolecallError
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent
@@ -62,6 +68,8 @@ T = TypeVar("T")
 class _Pending:
     command: Command[Any, Any]
     future: asyncio.Future[Any]
+    span: Span | None = None
+    """The command's `rolecall.commit` span, sent from inside a trace."""
 
 
 class Writer:
@@ -97,8 +105,9 @@ class Writer:
         if self._task is None or self._task.done():
             raise RuntimeError("the writer is not running")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(command, future))
-        return await future
+        with tracing.commit_span(command) as span:
+            self._queue.put_nowait(_Pending(command, future, span))
+            return await future
 
     async def _run(self) -> None:
         while True:
@@ -121,6 +130,17 @@ class Writer:
                     self._queue.task_done()
 
     async def _commit(self, pending: list[_Pending]) -> None:
+        traced = [one.span for one in pending if one.span is not None]
+        if not any(span.is_recording() for span in traced):  # none traced, or none sampled
+            await self._commit_batch(pending)
+            return
+        batch = tracing.write_batch(traced, size=len(pending))
+        try:
+            await self._commit_batch(pending)
+        finally:
+            batch.end()
+
+    async def _commit_batch(self, pending: list[_Pending]) -> None:
         commands = [one.command for one in pending]
         now = to_micros(self._clock())
         try:
@@ -147,7 +167,7 @@ class Writer:
                 raise
             await self._one_by_one(pending)
             return
-        outcomes, batches = done
+        outcomes, batches, shares = done
         for one, outcome in zip(pending, outcomes, strict=True):
             _answer(one.future, outcome if isinstance(outcome, Exception) else _finish(outcome))
         events: list[AnyEvent] = []
@@ -155,6 +175,8 @@ class Writer:
         for batch in batches:
             events += batch.committed
             task_events += batch.task_events
+        if tracing.on():
+            tracing.committed([one.span for one in pending], shares, events, task_events)
         if events or task_events:
             self._on_commit(events, task_events)
 
@@ -170,9 +192,10 @@ class Writer:
 Outcome = Callable[[], Any] | Exception
 """A command's finisher (what answers its caller once committed), or what its caller is told
 it raised."""
-Done = tuple[list[Outcome], list[Batch]]
-"""Per command, in order, its outcome; and the batches that wrote (the quick way's one, or the
-careful way's, one per command that did not raise)."""
+Done = tuple[list[Outcome], list[Batch], list[tuple[int, int]]]
+"""Per command, in order, its outcome; the batches that wrote (the quick way's one, or the
+careful way's, one per command that did not raise); and per command, in order, how many
+timeline and task events it appended (none for one that raised)."""
 
 
 class _Raised(Exception):
@@ -200,6 +223,11 @@ def _carry_out(command: Command[Any, Any], batch: Batch) -> Callable[[], Any]:
         raise _RefusedAfterWriting(error) from error
 
 
+def _appended(batch: Batch, before: tuple[int, int]) -> tuple[int, int]:
+    """The timeline and task events staged in `batch` since it held `before` of them."""
+    return len(batch.staged) - before[0], len(batch.task_events) - before[1]
+
+
 def _apply(connection: Connection, commands: list[Command[Any, Any]], now: int) -> Done:
     """The quick way: every command is carried out in one batch, then one flush writes it all.
     Any exception (a refusal included: the commands before it have written) rolls it all back,
@@ -208,11 +236,16 @@ def _apply(connection: Connection, commands: list[Command[Any, Any]], now: int) 
     try:
         batch.load([tid for command in commands for tid in command.thread_ids])
         batch.load_runs([rid for command in commands for rid in command.run_ids])
-        finishers: list[Outcome] = [_carry_out(command, batch) for command in commands]
+        finishers: list[Outcome] = []
+        shares: list[tuple[int, int]] = []
+        for command in commands:
+            before = len(batch.staged), len(batch.task_events)
+            finishers.append(_carry_out(command, batch))
+            shares.append(_appended(batch, before))
         batch.flush()
     except Exception as error:
         raise _Raised(error) from error
-    return finishers, [batch]
+    return finishers, [batch], shares
 
 
 def _apply_each(connection: Connection, commands: list[Command[Any, Any]], now: int) -> Done:
@@ -226,6 +259,7 @@ def _apply_each(connection: Connection, commands: list[Command[Any, Any]], now: 
             locks.load([thread_id])
     outcomes: list[Outcome] = []
     batches: list[Batch] = []
+    shares: list[tuple[int, int]] = []
     for command in commands:
         batch = Batch(connection, now)
         try:
@@ -237,10 +271,12 @@ def _apply_each(connection: Connection, commands: list[Command[Any, Any]], now: 
         except Exception as error:
             _log_failure(error)
             outcomes.append(_told(error))
+            shares.append((0, 0))
         else:
             outcomes.append(finisher)
             batches.append(batch)
-    return outcomes, batches
+            shares.append(_appended(batch, (0, 0)))
+    return outcomes, batches, shares
 
 
 def _told(error: Exception) -> Exception:

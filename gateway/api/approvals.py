@@ -22,6 +22,7 @@ from core.model.participants import Address, parse_address
 from core.model.serialize import approval_json
 from core.model.timeline import EventId, ThreadId, check_channel
 from core.storage.approvals_store import SqlApprovalRepository
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
 
@@ -76,6 +77,7 @@ async def show_approval(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/approvals/{id}")
+@audited("approval.answer")
 async def answer_approval(request: web.Request) -> web.Response:
     body = await read_object(request, required=["option", "as"], optional=["channel"])
     option = field(body, "option", _option_id)
@@ -88,4 +90,12 @@ async def answer_approval(request: web.Request) -> web.Response:
     if await request.app[DATABASE_KEY].people.inactive([answerer]):
         raise NotAllowed(f"{answerer} has been deactivated", code="person_deactivated")
     resolved = await approvals.answer(asked, answerer, option, channel=channel)
+    note(
+        request,
+        approval_id=asked.id,
+        thread_id=asked.thread_id,
+        answerer=answerer,
+        option=option,
+        channel=channel,
+    )
     return web.json_response(approval_json(asked, resolved))

@@ -34,6 +34,7 @@ from channels.edge.requests import (
 from channels.webhooks.outbound import Outbound
 from core.model.endpoints import (
     SECRET_BYTES,
+    Endpoint,
     EndpointId,
     Filters,
     RetryPolicy,
@@ -46,6 +47,7 @@ from core.model.endpoints import (
 )
 from core.model.errors import InvalidInput, NotFound
 from core.model.timeline import ThreadId
+from gateway.api.audit import audited, note
 from gateway.replica import REPLICA_KEY
 from gateway.settings import Settings, lease_terms
 
@@ -86,6 +88,7 @@ async def _lifecycle(
 
 
 @routes.post("/api/v1/endpoints")
+@audited("endpoint.create")
 async def create_endpoint(request: web.Request) -> web.Response:
     body = await read_object(
         request,
@@ -111,6 +114,7 @@ async def create_endpoint(request: web.Request) -> web.Response:
         task_start=task_start,
     )
     await outbound.refresh(endpoint.id)
+    note(request, endpoint_id=endpoint.id, url=endpoint.url, **endpoint.filters.to_json())
     shown = {**endpoint.to_json(), "secret": endpoint.secret}
     return created(shown, f"/api/v1/endpoints/{endpoint.id}")
 
@@ -146,24 +150,38 @@ async def show_endpoint(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/endpoints/{id}/replay")
+@audited("endpoint.replay")
 async def replay_endpoint(request: web.Request) -> web.Response:
     body = await read_object(
         request, optional=["from_position", "from_task_position"], empty_ok=True
     )
     endpoint_id = EndpointId(request.match_info["id"])
+    before = await request.app[DATABASE_KEY].endpoints.get(endpoint_id)
     endpoint = await request.app[DATABASE_KEY].endpoints.replay(
         endpoint_id,
         start=field(body, "from_position", parse_position),
         task_start=field(body, "from_task_position", parse_position),
     )
     await request.app[OUTBOUND_KEY].refresh(endpoint_id)
+    note(request, endpoint_id=endpoint_id, before=_standing(before), after=_standing(endpoint))
     return web.json_response(endpoint.to_json())
 
 
+def _standing(endpoint: Endpoint) -> dict[str, object]:
+    """What a replay changes of an endpoint, for its audit record."""
+    return {
+        "status": endpoint.status.value,
+        "position": endpoint.cursors.position,
+        "task_position": endpoint.cursors.task_position,
+    }
+
+
 @routes.delete("/api/v1/endpoints/{id}")
+@audited("endpoint.delete")
 async def delete_endpoint(request: web.Request) -> web.Response:
     read_query(request, [])
     endpoint_id = EndpointId(request.match_info["id"])
     endpoint = await request.app[DATABASE_KEY].endpoints.delete(endpoint_id)
     await request.app[OUTBOUND_KEY].refresh(endpoint_id)
+    note(request, endpoint_id=endpoint_id, url=endpoint.url)
     return web.json_response({**endpoint.to_json(), "deleted": True})

@@ -38,6 +38,7 @@ from core.model.memory import MemoryEntry, check_redaction_reason
 from core.model.timeline import ThreadId, rfc3339
 from core.model.values import text_problem
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
+from gateway.api.audit import audited, note
 
 REDACTED_BY = "operator"
 _MAX_ROLE = 64
@@ -100,6 +101,7 @@ async def list_memory(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/roles/{role}/memory/{entry_id}/redact")
+@audited("memory.redact")
 async def redact_memory(request: web.Request) -> web.Response:
     body = await read_object(request, optional=["reason"], empty_ok=True)
     reason = field(body, "reason", check_redaction_reason)
@@ -112,4 +114,5 @@ async def redact_memory(request: web.Request) -> web.Response:
     entry = await request.app[DATABASE_KEY].memory.redact(
         role, entry_id, by=REDACTED_BY, reason=reason
     )
+    note(request, role=role, entry_id=entry.id, thread_id=entry.thread_id)
     return created(entry_json(entry), entry_location(entry))

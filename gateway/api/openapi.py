@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.requests import read_query
+from gateway.api.openapi_audit import audit_paths, audit_schemas
 from gateway.api.openapi_edge import OPENAPI_PATH, edge_paths
 from gateway.api.openapi_paths import OPERATOR, operator_paths, shared_responses
 from gateway.api.openapi_schemas import components
@@ -41,6 +42,8 @@ under `/widget/v1`, and the callbacks other platforms make. The prose reference 
 - **Credentials.** The operator API takes `Authorization: Bearer <operator token>`; the agent
   tools (`/api/v1/tools`, `/mcp`) a run token; the widget a session token from
   `POST /widget/v1/sessions`. `/healthz`, `/readyz`, `/metrics` and this document are open.
+- **Audit.** Every operator request that changes something and succeeds is recorded, with the
+  name of the operator token it carried (`GET /api/v1/audit`).
 - **Requests are read strictly.** A body is one JSON object holding only the fields its
   operation names (422 `unknown_field`, `missing_field`); an optional field given as null counts
   as absent. Query parameters likewise (422 `unknown_parameter`); a route that reads a body
@@ -65,6 +68,8 @@ _TAGS = [
     ("people", "people and their channel identities"),
     ("endpoints", "outbound webhook endpoints"),
     ("replicas", "the replicas serving this database"),
+    ("tokens", "named, revocable operator tokens"),
+    ("audit", "the audit trail of operator actions"),
     ("health", "open routes for load balancers, monitoring and tools"),
     ("agent tools", "what agents act through, behind a run token"),
     ("widget", "the chat widget's API, behind a widget session"),
@@ -97,12 +102,16 @@ def _encoded() -> bytes:
         },
         "tags": [{"name": name, "description": what} for name, what in _TAGS],
         "security": OPERATOR,
-        "paths": {**operator_paths(), **edge_paths()},
+        "paths": {**operator_paths(), **audit_paths(), **edge_paths()},
         "components": {
-            "schemas": components(),
+            "schemas": {**components(), **audit_schemas()},
             "responses": shared_responses(),
             "securitySchemes": {
-                "operatorToken": {**_BEARER, "description": "ROLECALL_API_TOKEN or var/api-token"},
+                "operatorToken": {
+                    **_BEARER,
+                    "description": "a named operator token, `rco_…` (`POST /api/v1/tokens`), or "
+                    "the configured one, `default` (ROLECALL_API_TOKEN or var/api-token)",
+                },
                 "runToken": {**_BEARER, "description": "a run token, `rct_…`"},
                 "widgetSession": {**_BEARER, "description": "a widget session token"},
             },

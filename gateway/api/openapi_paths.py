@@ -45,7 +45,7 @@ _REFUSED = (
     "`missing_field`, `invalid_unicode`, `nul_character`, `invalid_number`, `too_deeply_nested`"
 )
 _UNAUTHORIZED = {
-    "operatorToken": "`unauthorized`: no operator token, or a wrong one",
+    "operatorToken": "`unauthorized`: no operator token, or a wrong one; `token_revoked`",
     "runToken": "`invalid_run_token`: no run token, or one that names no run",
     "widgetSession": "`invalid_session` or `session_expired`: start a new session",
 }

@@ -340,6 +340,10 @@ _RUNS: dict[str, Schema] = {
                 obj({"started_at": TIME, "finished_at": TIME, "error": nullable(STRING)})
             ),
             "error": nullable(STRING),
+            "trace_id": described(
+                nullable({"type": "string", "pattern": "^[0-9a-f]{32}$"}),
+                "the OpenTelemetry trace the turn ran in (null: not traced; docs/tracing.md)",
+            ),
         }
     ),
     "TurnPage": obj({"turns": array(ref("Turn")), "next": INTEGER, "more": BOOLEAN}),

@@ -10,6 +10,8 @@
 
 The rules (identities, link codes, merging one person into another) are `core.model.people`'s; a
 redemption that leaves a person without identities merges them, re-addressing their threads.
+Each route that changes something is audited (`gateway.api.audit`): a redemption that merged
+someone as `person.merge`, any other as `person.link`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from core.model.people import (
     parse_slug,
 )
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
 
@@ -84,6 +87,7 @@ async def list_persons(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/persons")
+@audited("person.create")
 async def create_person(request: web.Request) -> web.Response:
     body = await read_object(request, required=["display_name"], optional=["slug", "email"])
     slug = field(body, "slug", parse_slug) if body.get("slug") is not None else None
@@ -92,6 +96,7 @@ async def create_person(request: web.Request) -> web.Response:
         display_name=field(body, "display_name", check_display_name),
         email=field(body, "email", check_email),
     )
+    note(request, slug=person.slug)
     return created(profile_json(person, []), _location(person.slug))
 
 
@@ -103,6 +108,7 @@ async def show_person(request: web.Request) -> web.Response:
 
 
 @routes.patch("/api/v1/persons/{slug}")
+@audited("person.update", "person.deactivate", "person.activate")
 async def update_person(request: web.Request) -> web.Response:
     slug = _slug(request)
     body = await read_object(request, optional=["active", "display_name", "email"])
@@ -114,35 +120,64 @@ async def update_person(request: web.Request) -> web.Response:
         active=field(body, "active", _active) if "active" in body else None,
     )
     people = request.app[DATABASE_KEY].people
-    await people.update(slug, change)
+    before = await people.get(slug)
+    after = await people.update(slug, change)
+    note(
+        request,
+        _person_action(change.active),
+        slug=slug,
+        fields=sorted(body),
+        before={"active": before.active},
+        after={"active": after.active},
+    )
     return web.json_response(profile_json(*await people.profile(slug)))
 
 
+def _person_action(active: bool | None) -> str:
+    if active is None:
+        return "person.update"
+    return "person.activate" if active else "person.deactivate"
+
+
 @routes.post("/api/v1/persons/{slug}/identities")
+@audited("person.link")
 async def add_identity(request: web.Request) -> web.Response:
     slug = _slug(request)
     body = await read_object(request, required=["identity"])
     identity = field(body, "identity", parse_identity)
     people = request.app[DATABASE_KEY].people
     _, added = await people.add_identity(slug, identity)
+    note(request, slug=slug, identity=str(identity), linked=added)
     profile = profile_json(*await people.profile(slug))
     return created(profile, _location(slug)) if added else web.json_response(profile)
 
 
 @routes.post("/api/v1/persons/{slug}/link-codes")
+@audited("person.link_code")
 async def new_link_code(request: web.Request) -> web.Response:
     slug = _slug(request)
     body = await read_object(request, optional=["ttl_seconds"], empty_ok=True)
     ttl = field(body, "ttl_seconds", check_ttl)
     made = await request.app[DATABASE_KEY].people.new_link_code(slug, ttl)
+    note(request, slug=slug, expires_at=made.to_json()["expires_at"])
     return created(made.to_json(), _location(slug))  # the code is shown once: its person
 
 
 @routes.post("/api/v1/link-codes/redeem")
+@audited("person.link", "person.merge")
 async def redeem_link_code(request: web.Request) -> web.Response:
     body = await read_object(request, required=["code", "identity"])
     code = field(body, "code", normalize_link_code)
     identity = field(body, "identity", parse_identity)
     people = request.app[DATABASE_KEY].people
+    owner = await people.of_identity(identity)
     person = await people.redeem(code, identity)
+    moved_from = owner.slug if owner is not None and owner.slug != person.slug else None
+    merged = moved_from is not None and (await people.get(moved_from)).merged_into == person.slug
+    if merged:
+        note(request, "person.merge", slug=moved_from, into=person.slug, identity=str(identity))
+    else:
+        note(
+            request, "person.link", slug=person.slug, identity=str(identity), moved_from=moved_from
+        )
     return web.json_response(profile_json(*await people.profile(person.slug)))

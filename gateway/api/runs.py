@@ -28,6 +28,7 @@ from core.model.errors import Conflict, InvalidInput
 from core.model.runs.run import Run, RunId, Turn
 from core.model.timeline import ThreadId, rfc3339
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
 
@@ -86,6 +87,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
             for a in turn.attempts
         ],
         "error": turn.error,
+        "trace_id": turn.trace_id,
     }
 
 
@@ -156,6 +158,7 @@ async def list_turns(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/runs/{id}/cancel")
+@audited("run.cancel")
 async def cancel_turn(request: web.Request) -> web.Response:
     await read_object(request, required=[], empty_ok=True)
     run_id = _run_id(request)
@@ -164,21 +167,33 @@ async def cancel_turn(request: web.Request) -> web.Response:
     if not await host.cancel(run_id):
         raise Conflict("this run has no turn running", code="no_turn_running")
     run = await database.runs.get(run_id)
+    note(request, run_id=run_id, role=run.role, thread_id=run.thread_id, task_id=run.task_id)
     return web.json_response({"cancelled": True, "run": run_json(run, request)})
 
 
 @routes.post("/api/v1/runs/{id}/sessions")
+@audited("run.start_fresh")
 async def start_fresh(request: web.Request) -> web.Response:
     await read_object(request, required=[], empty_ok=True)
     run = await request.app[HOST_KEY].start_fresh(_run_id(request))
+    note(
+        request,
+        run_id=run.id,
+        role=run.role,
+        thread_id=run.thread_id,
+        before={"session": run.session.number - 1},
+        after={"session": run.session.number, "session_id": run.session.id},
+    )
     return created(run_json(run, request), f"/api/v1/runs/{run.id}")
 
 
 @routes.post("/api/v1/runs/{id}/token")
+@audited("run.token_minted")
 async def mint_token(request: web.Request) -> web.Response:
     """A new bearer token naming the run, for `/api/v1/tools` (debugging, remote agents). It is
     shown once; only its digest is kept, so `Location` is the run it names."""
     await read_object(request, required=[], empty_ok=True)
     run_id = _run_id(request)
     token = await request.app[DATABASE_KEY].runs.mint_token(run_id)
+    note(request, run_id=run_id)
     return created({"token": token}, f"/api/v1/runs/{run_id}")

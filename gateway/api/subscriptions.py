@@ -17,6 +17,7 @@ from channels.edge.requests import DATABASE_KEY, ROSTER_KEY, created, read_objec
 from core.engine.tools import RunTools
 from core.model.errors import NotAllowed
 from core.model.runs.run import Run, RunId, RunKind
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
 
@@ -42,6 +43,7 @@ async def list_subscriptions(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/runs/{id}/subscriptions")
+@audited("run.subscribe")
 async def subscribe(request: web.Request) -> web.Response:
     body = await read_object(request, optional=["task_id", "external_key"])
     run = await _conversation_run(request)
@@ -49,6 +51,13 @@ async def subscribe(request: web.Request) -> web.Response:
         request.app[DATABASE_KEY], run, read_to=run.cursor, roster=request.app[ROSTER_KEY]
     )
     result = await tools.subscribe(body.get("task_id"), external_key=body.get("external_key"))
+    note(
+        request,
+        run_id=run.id,
+        task_id=result.get("task_id"),
+        external_key=result.get("external_key"),
+        new=bool(result["new"]),
+    )
     if result["new"]:
         return created(result, f"/api/v1/runs/{run.id}/subscriptions")
     return web.json_response(result)

@@ -40,8 +40,12 @@ from core.model.tasks import (
     parse_status,
 )
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
+
+_SHOWN_CHANGES = ("status", "assignee")
+"""The changes of a task whose before and after its audit record shows (the others: by name)."""
 
 
 def _person(raw: object) -> Address:
@@ -52,6 +56,7 @@ def _person(raw: object) -> Address:
 
 
 @routes.post("/api/v1/tasks")
+@audited("task.create")
 async def create_task(request: web.Request) -> web.Response:
     body = await read_object(
         request, required=["author", "title"], optional=["body", "assignee", "external"]
@@ -64,6 +69,7 @@ async def create_task(request: web.Request) -> web.Response:
         external=field(body, "external", parse_external),
         actor=Actor.person(author),
     )
+    note(request, task_id=task.id, author=author, assignee=task.assignee)
     return created({**task.to_json(), "event": event.to_json()}, f"/api/v1/tasks/{task.id}")
 
 
@@ -96,6 +102,7 @@ async def show_task(request: web.Request) -> web.Response:
 
 
 @routes.patch("/api/v1/tasks/{id}")
+@audited("task.update")
 async def update_task(request: web.Request) -> web.Response:
     body = await read_object(
         request, required=["author"], optional=["title", "body", "status", "assignee"]
@@ -112,14 +119,19 @@ async def update_task(request: web.Request) -> web.Response:
     task, event = await request.app[DATABASE_KEY].tasks.update(
         TaskId(request.match_info["id"]), change, Actor.person(author)
     )
+    changes = dict(event.changes) if event is not None else {}
+    shown = {name: changes[name] for name in _SHOWN_CHANGES if name in changes}
+    note(request, task_id=task.id, author=author, fields=sorted(changes), **shown)
     return web.json_response({**task.to_json(), "event": event.to_json() if event else None})
 
 
 @routes.post("/api/v1/tasks/{id}/comments")
+@audited("task.comment")
 async def comment_on_task(request: web.Request) -> web.Response:
     body = await read_object(request, required=["author", "text"])
     author = field(body, "author", _person)
     event = await request.app[DATABASE_KEY].tasks.comment(
         TaskId(request.match_info["id"]), field(body, "text", check_comment), Actor.person(author)
     )
+    note(request, task_id=event.task_id, author=author, event_id=event.id)
     return created(event.to_json(), f"/api/v1/tasks/{event.task_id}")  # its history holds it

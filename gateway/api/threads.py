@@ -11,7 +11,7 @@
 
 Each handler parses the request, makes one repository call and serializes its result; the rules
 (who may post, who sees what, which moves are legal) are core's, their errors translated by the one
-error middleware.
+error middleware. Each route that changes something is audited (`gateway.api.audit`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from channels.edge.requests import (
     repository,
 )
 from core.model.errors import InvalidInput
-from core.model.membership import parse_state
+from core.model.membership import ParticipantState, parse_state
 from core.model.memory_policy import MemoryPolicy
 from core.model.participants import Address, ParticipantSet, parse_address
 from core.model.serialize import event_json, thread_json
@@ -47,6 +47,7 @@ from core.model.timeline import (
     parse_context,
 )
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE, TimelinePage
+from gateway.api.audit import audited, note
 
 routes = web.RouteTableDef()
 
@@ -74,11 +75,13 @@ def _thread_id(request: web.Request) -> ThreadId:
 
 
 @routes.post("/api/v1/threads")
+@audited("thread.resolve")
 async def resolve_thread(request: web.Request) -> web.Response:
     body = await read_object(request, required=["participants"])
     participants = field(body, "participants", _participant_list)
     request.app[ROSTER_KEY].check_participants(participants)
     thread, new = await repository(request).resolve(participants)
+    note(request, thread_id=thread.id, created=new)
     if new:
         return created(thread_json(thread), f"/api/v1/threads/{thread.id}")
     return web.json_response(thread_json(thread))
@@ -110,14 +113,23 @@ async def show_thread(request: web.Request) -> web.Response:
 
 
 @routes.patch("/api/v1/threads/{id}")
+@audited("thread.memory_policy")
 async def update_thread(request: web.Request) -> web.Response:
     body = await read_object(request, required=["memory_policy"])
     policy = field(body, "memory_policy", MemoryPolicy.parse)
+    before = await repository(request).get(_thread_id(request))
     thread = await repository(request).set_memory_policy(_thread_id(request), policy)
+    note(
+        request,
+        thread_id=thread.id,
+        before={"thread_only": before.memory_policy.thread_only},
+        after={"thread_only": thread.memory_policy.thread_only},
+    )
     return web.json_response(thread_json(thread))
 
 
 @routes.post("/api/v1/threads/{id}/messages")
+@audited("message.post")
 async def post_message(request: web.Request) -> web.Response:
     body = await read_object(request, required=["author", "text"], optional=["context", "channel"])
     author = field(body, "author", parse_address)
@@ -128,10 +140,14 @@ async def post_message(request: web.Request) -> web.Response:
     message = await threads.post_message(
         _thread_id(request), author, text, context, channel=channel
     )
+    note(
+        request, thread_id=message.thread_id, message_id=message.id, author=author, channel=channel
+    )
     return created(event_json(message), event_location(message))
 
 
 @routes.post("/api/v1/threads/{id}/messages/{message_id}/retract")
+@audited("message.retract")
 async def retract_message(request: web.Request) -> web.Response:
     body = await read_object(request, required=["author"], optional=["reason"])
     author = field(body, "author", parse_address)
@@ -139,16 +155,27 @@ async def retract_message(request: web.Request) -> web.Response:
     retraction = await repository(request).retract(
         _thread_id(request), EventId(request.match_info["message_id"]), author, reason
     )
+    note(request, thread_id=retraction.thread_id, message_id=retraction.target, author=author)
     return created(event_json(retraction), event_location(retraction))
 
 
 @routes.post("/api/v1/threads/{id}/participants/{addr}")
+@audited("participant.remove", "participant.readd")
 async def change_participant_state(request: web.Request) -> web.Response:
     participant = named("participant", parse_address, request.match_info["addr"])
     body = await read_object(request, required=["state"])
     state = field(body, "state", parse_state)
     threads = repository(request)
     change = await threads.set_participant_state(_thread_id(request), participant, state)
+    removed = change.to_state is ParticipantState.REMOVED
+    note(
+        request,
+        "participant.remove" if removed else "participant.readd",
+        thread_id=change.thread_id,
+        participant=participant,
+        before=change.from_state.value,
+        after=change.to_state.value,
+    )
     return web.json_response(event_json(change))
 
 

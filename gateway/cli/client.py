@@ -289,6 +289,13 @@ class GatewayClient:
         if status == 401:
             # The token was sent (a client always sends one): the gateway refused it.
             source = f" ({self._token_source})" if self._token_source else ""
+            if _error_code(raw) == "token_revoked":
+                return ClientError(
+                    "token_revoked",
+                    f"the gateway at {self.base_url} refused the operator token{source}: it "
+                    "was revoked",
+                    status,
+                )
             return ClientError(
                 "unauthorized",
                 f"the gateway at {self.base_url} refused the operator token{source}",
@@ -317,3 +324,11 @@ class GatewayClient:
                 "timeout", f"the gateway at {self.base_url} did not answer in {self._timeout:g}s"
             )
         return ClientError("unreachable", f"cannot reach the gateway at {self.base_url}: {reason}")
+
+
+def _error_code(raw: bytes) -> str | None:
+    """The `error.code` of an answer in the gateway's error shape, or None."""
+    try:
+        return str(json.loads(raw)["error"]["code"])
+    except (ValueError, TypeError, KeyError):
+        return None

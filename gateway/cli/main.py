@@ -20,6 +20,7 @@ from gateway.cli._shared import EXIT_FAILURE, Command, Failure
 from gateway.cli.client import ClientError
 from gateway.cli.commands import (
     approvals,
+    audit,
     db,
     doctor,
     endpoints,
@@ -33,6 +34,7 @@ from gateway.cli.commands import (
     slack,
     tasks,
     threads,
+    tokens,
 )
 
 PROG = "rolecall"
@@ -53,6 +55,8 @@ COMMAND_GROUPS = (
     memory.add_commands,
     hooks.add_commands,
     replicas.add_commands,
+    tokens.add_commands,
+    audit.add_commands,
 )
 
 

@@ -65,8 +65,8 @@ async def _run_of(edge: Edge, thread: str) -> str | None:
 
 async def test_every_201_has_a_location_that_reads_what_was_created(edge: Edge) -> None:
     """Threads, messages, retractions, memory redactions, sessions, run tokens, subscriptions,
-    tasks, comments, people, identities, link codes, endpoints, and the widget's messages and
-    link codes: each 201's `Location` answers 200 with what was made."""
+    tasks, comments, people, identities, link codes, operator tokens, endpoints, and the widget's
+    messages and link codes: each 201's `Location` answers 200 with what was made."""
     create = Creating(edge)
 
     thread, read = await create("/api/v1/threads", {"participants": ["person:ann", "role:echo"]})
@@ -113,6 +113,8 @@ async def test_every_201_has_a_location_that_reads_what_was_created(edge: Edge) 
     assert [i["identity"] for i in read["identities"]] == ["web:default:bea"]
     code, read = await create(f"/api/v1/persons/{person['slug']}/link-codes")
     assert read["slug"] == code["person"]
+    made, read = await create("/api/v1/tokens", {"name": "ci"})
+    assert read["name"] == made["name"] == "ci" and "token" not in read  # shown once
 
     async def receive(request: web.Request) -> web.Response:
         return web.Response()

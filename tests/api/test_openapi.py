@@ -378,6 +378,7 @@ async def _operator_api(call: Scenario, edge: Edge) -> dict[str, str]:
     await _approvals(call, edge, run)
     await _people(call)
     await _endpoints(call)
+    await _tokens_and_audit(call)
     return {"thread": thread, "run": run, "token": token, "task": task}
 
 
@@ -470,6 +471,18 @@ async def _endpoints(call: Scenario) -> None:
         await call("POST", f"/api/v1/endpoints/{endpoint}/replay", {"from_position": 1},
                    status=200)  # fmt: skip
         await call("DELETE", f"/api/v1/endpoints/{endpoint}", status=200)
+
+
+async def _tokens_and_audit(call: Scenario) -> None:
+    made = await call("POST", "/api/v1/tokens", {"name": "ci"}, status=201)
+    await call("POST", "/api/v1/tokens", {"name": "ci"}, status=409)
+    await call("GET", "/api/v1/tokens", status=200, token=made["token"])
+    await call("GET", "/api/v1/tokens/ci", status=200)
+    await call("GET", "/api/v1/tokens/nobody", status=404)
+    await call("DELETE", "/api/v1/tokens/ci", status=200)
+    await call("GET", "/api/v1/tokens", status=401, token=made["token"])
+    await call("GET", "/api/v1/audit?latest=true&limit=5", status=200)
+    await call("GET", "/api/v1/audit?actor=ci&action=token.create", status=200)
 
 
 async def _agent_tools(call: Scenario, ids: dict[str, str]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp.test_utils import TestServer
+from opentelemetry.trace import TracerProvider
 
 from core.model.roles import Role
 from gateway.app import build_app
@@ -91,9 +92,12 @@ def slack_settings(
     email_link_teams: Iterable[str] = (),
     pace: float = 0,
     database_url: str | None = None,
+    **more: Any,
 ) -> Settings:
+    """`more`: other settings (the widget's `sites`, say)."""
     return make_settings(
         tmp_path,
+        **more,
         **({"database_url": database_url} if database_url else {}),
         port=port,
         slack_api_url=fake.api_url,
@@ -115,9 +119,12 @@ async def slack_gateway(
     pace: float = 0,
     database_url: str | None = None,
     agent: str = "echo",
+    tracer_provider: TracerProvider | None = None,
+    **more: Any,
 ) -> AsyncIterator[SlackGateway]:
     """`database_url`: the `database_url` fixture's (SQLite or PostgreSQL); a SQLite file in
-    `tmp_path` by default. `agent`: the built-in agent behind the role."""
+    `tmp_path` by default. `agent`: the built-in agent behind the role. `tracer_provider`: the
+    gateway makes traces with it (docs/tracing.md). `more`: other settings."""
     port = port or free_port()
     secrets = {SIGNING: fake.app.signing_secret, BOT: fake.bot.token, APP: fake.app.app_token}
     settings = slack_settings(
@@ -127,12 +134,14 @@ async def slack_gateway(
         email_link_teams=email_link_teams,
         pace=pace,
         database_url=database_url,
+        **more,
     )
     app = build_app(
         settings,
         api_token=TOKEN,
         roles={"echo": echo_role(mode, stream=stream, delay_ms=delay_ms, agent=agent)},
         secrets=secrets,
+        tracer_provider=tracer_provider,
     )
     async with serve(app, port=port) as server, aiohttp.ClientSession() as http:
         yield SlackGateway(server, http, fake)

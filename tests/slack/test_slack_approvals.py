@@ -18,6 +18,7 @@ from channels.slack.approvals import action_id
 from core.model.participants import Address
 from core.model.timeline import ApprovalRequested, ApprovalResolved, ThreadId
 from core.storage.database import Database
+from gateway.settings import SiteSettings
 from tests.approvals import restart_request
 from tests.slack.dm_gateway import SlackGateway, slack_gateway
 from tests.slack.fake_slack import (
@@ -30,6 +31,7 @@ from tests.slack.fake_slack import (
     signed_request_headers,
 )
 from tests.waiting import eventually
+from tests.web.conftest import SHOP_ORIGIN, SHOP_SECRET, user_token
 
 ROLE = Address("role:echo")
 
@@ -194,6 +196,45 @@ async def test_a_click_and_an_api_answer_at_once_resolve_it_once(
             outcome = "Answered *Allow once* by alice (Slack)"
         else:  # the widget's answer won: the click is told so
             assert answered.status == 200, answered.text
+            told = await eventually(lambda: _told(fake_slack, ALICE.id), what="the click told")
+            assert told == ["Already answered by you in the widget: “Reject”."]
+            outcome = "Answered *Reject* by alice (widget)"
+        await _updated_to(fake_slack, post, outcome)
+        assert len(await _resolutions(gw, thread_id)) == 1
+
+
+async def test_a_click_and_a_widget_answer_at_once_resolve_it_once(
+    tmp_path: Path, database_url: str, fake_slack: FakeSlack
+) -> None:
+    """Alice on two channels at the same moment: her click in Slack and her click in the widget
+    (signed in on the shop's site, an identity of the same person)."""
+    sites = {"shop": SiteSettings.model_validate({"secret": SHOP_SECRET, "origins": [SHOP_ORIGIN]})}
+    async with slack_gateway(tmp_path, fake_slack, database_url=database_url, sites=sites) as gw:
+        thread_id = await _conversation(gw, fake_slack)
+        linked = await gw.api.post(
+            "/api/v1/persons/alice/identities", {"identity": "web:shop:alice-web"}
+        )
+        assert linked.status in (200, 201), linked.text
+        widget = gw.widget(SHOP_ORIGIN)
+        session = await widget.start(site="shop", user_token=user_token("alice-web", "Alice"))
+        assert session["conversation"] == thread_id  # one person, one conversation
+        asked = await _ask(gw, thread_id)
+        post = await _posted(fake_slack, asked)
+        click = fake_slack.click(
+            ALICE, post.args["channel"], post.response["ts"], action_id(asked.id, "allow")
+        )
+        in_widget = widget.call("POST", f"/approvals/{asked.id}", {"option": "reject"})
+        (clicked, _), (status, answered, _) = await asyncio.gather(
+            gw.post_interaction(click), in_widget
+        )
+        assert clicked == 200
+        resolved = await _resolved(gw, asked)
+        if resolved.channel == "slack":  # the click won: the widget is told who answered
+            assert status == 409, answered
+            assert answered["error"]["code"] == "approval_closed"
+            outcome = "Answered *Allow once* by alice (Slack)"
+        else:  # the widget won: the click is told so
+            assert (status, resolved.channel) == (200, "web"), answered
             told = await eventually(lambda: _told(fake_slack, ALICE.id), what="the click told")
             assert told == ["Already answered by you in the widget: “Reject”."]
             outcome = "Answered *Reject* by alice (widget)"

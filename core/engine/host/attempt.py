@@ -10,6 +10,10 @@ the turn's budget.
 The steps are gathered in a `Collected` that outlives the attempt: one that fails, times out or
 is cancelled keeps what its agent did until then — tool calls whose effects stay among it — for
 the turn's transcript, with the same closing notes (`Collected.close`).
+
+Traced (`core.tracing`), the agent's work is a `rolecall.agent` span — each tool call it reports
+an event of it (`rolecall.tool_call`: name, outcome) — and a reply written piece by piece a
+`rolecall.agent.stream` span, from its first piece to the whole reply.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from opentelemetry.trace import Span
+
+from core import tracing
 from core.engine.host.drafts import DraftKind
 from core.engine.host.mending import Mending
 from core.engine.host.transcript import ToolsRefused, TranscriptStep
@@ -79,28 +86,43 @@ async def collect(
     so that what an attempt that raises did is still there."""
     got = into if into is not None else Collected()
     steps, replies, mending = got.steps, got.replies, got.mending
-    drafting = False
-    async for update in session.prompt(prompt, tools):
-        if isinstance(update, ReplyChunk):
-            if update.text:
-                drafting = True
-                draft(DraftKind.CHUNK, clean_text(update.text))  # its Reply's note says it
-        elif isinstance(update, Reply):
-            if drafting:
-                draft(DraftKind.END, "")
-                drafting = False
-            text = mending.text(update.text, f"reply {len(replies) + 1}")
-            replies.append(text)
-            steps.append(Reply(text))
-        elif isinstance(update, Step):
-            where = f"step {len(steps) + 1}"
-            steps.append(Step(mending.text(update.kind, where), mending.text(update.text, where)))
-        elif isinstance(update, ToolCall):
-            # mended as one value: one note for the call, whichever part had to be
-            name, arguments, result, error = mending.value(
-                [update.name, dict(update.arguments), update.result, update.error],
-                f"tool call {update.name!r} (step {len(steps) + 1})",
-            )
-            steps.append(ToolCall(name, arguments, result=result, error=error))
+    drafting: Span | None = None
+    """While a reply is written piece by piece: its `rolecall.agent.stream` span."""
+    with tracing.span("rolecall.agent") as agent:
+        try:
+            async for update in session.prompt(prompt, tools):
+                if isinstance(update, ReplyChunk):
+                    if update.text:
+                        drafting = drafting or tracing.start("rolecall.agent.stream")
+                        draft(DraftKind.CHUNK, clean_text(update.text))  # its Reply's note says it
+                elif isinstance(update, Reply):
+                    if drafting is not None:
+                        draft(DraftKind.END, "")
+                        drafting.end()
+                        drafting = None
+                    text = mending.text(update.text, f"reply {len(replies) + 1}")
+                    replies.append(text)
+                    steps.append(Reply(text))
+                elif isinstance(update, Step):
+                    where = f"step {len(steps) + 1}"
+                    kind, text = mending.text(update.kind, where), mending.text(update.text, where)
+                    steps.append(Step(kind, text))
+                elif isinstance(update, ToolCall):
+                    # mended as one value: one note for the call, whichever part had to be
+                    name, arguments, result, error = mending.value(
+                        [update.name, dict(update.arguments), update.result, update.error],
+                        f"tool call {update.name!r} (step {len(steps) + 1})",
+                    )
+                    steps.append(ToolCall(name, arguments, result=result, error=error))
+                    agent.add_event("rolecall.tool_call", _tool_call(name, error))
+        finally:
+            if drafting is not None:  # the attempt ended while a reply was being written
+                drafting.end()
+        agent.set_attribute("rolecall.replies", len(replies))
     await got.close(budget)
     return Attempted(session=session, steps=tuple(steps), replies=tuple(replies))
+
+
+def _tool_call(name: object, error: object) -> dict[str, str]:
+    """A tool call's event on the agent's span: its name, and whether it failed."""
+    return {"rolecall.tool.name": str(name), "rolecall.tool.outcome": "error" if error else "ok"}

@@ -36,6 +36,8 @@ Rules, in the order a nudge meets them:
 - **Restart.** Nothing is handed to a run in memory only: on `start`, every role member whose run
   has not looked at its thread's latest event, and every run with task news past its task
   cursor, is nudged again.
+- **Traces.** A nudge by a committed event this process committed is a `rolecall.nudge` span
+  of the event's trace, kept with the run; the next turn continues that trace (`core.tracing`).
 - **Replicas.** With several replicas on one database, a run is driven only by the host that
   holds its lease (`ownership`, `core.engine.host.ownership`): a nudged run is claimed before
   it is read, writes as its owner are fenced, a run put to sleep is released, and `take_over`
@@ -53,6 +55,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from core import tracing
 from core.engine.approvals import HoldTurn, no_hold
 from core.engine.host.conversation_turn import ConversationTurn
 from core.engine.host.drafts import Draft, DraftListener
@@ -259,9 +262,12 @@ class RunHost:
 
     # --- nudges -----------------------------------------------------------------------------
 
-    def nudge(self, thread_id: ThreadId, role: str, *, tasks: bool = False) -> None:
+    def nudge(
+        self, thread_id: ThreadId, role: str, *, tasks: bool = False, cause: str | None = None
+    ) -> None:
         """Something may be new for `role`'s run in the thread (`tasks`: in the tasks it
-        watches): read it soon."""
+        watches): read it soon. `cause`: the id of the committed event that is news (its
+        trace goes on in the turn)."""
         if role not in self._roles:
             return  # a role without a manifest here has no run to wake
         key = ("thread", thread_id, role)
@@ -269,9 +275,11 @@ class RunHost:
         if live is None:
             live = self._live[key] = LiveRun(thread_id=thread_id, role=role)
         live.tasks_pending = live.tasks_pending or tasks
+        if cause is not None and tracing.on():
+            tracing.nudge(live.waiting, cause, **{"rolecall.role": role})
         self._wake(live)
 
-    def nudge_task(self, task_id: TaskId, role: str) -> None:
+    def nudge_task(self, task_id: TaskId, role: str, *, cause: str | None = None) -> None:
         """Something may be new on a task assigned to `role`: its task run reads it soon."""
         if role not in self._roles:
             return
@@ -279,6 +287,8 @@ class RunHost:
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = LiveRun(thread_id=None, role=role, task_id=task_id)
+        if cause is not None and tracing.on():
+            tracing.nudge(live.waiting, cause, **{"rolecall.role": role})
         self._wake(live)
 
     def _wake(self, live: LiveRun) -> None:
@@ -314,7 +324,7 @@ class RunHost:
         """Nudge the thread's role members but the message's author."""
         for role in roles:
             if message.author != Address(f"role:{role}"):
-                self.nudge(message.thread_id, role)
+                self.nudge(message.thread_id, role, cause=message.id)
 
     async def _route(self) -> None:
         """Turn commits into nudges: a message, for its thread's other role members; a task
@@ -347,9 +357,9 @@ class RunHost:
             return False
         for run_id, thread_id, role in watchers:
             if run_id != event.actor.run_id:  # not woken by what it did itself
-                self.nudge(thread_id, role, tasks=True)
+                self.nudge(thread_id, role, tasks=True, cause=event.id)
         if assignee is not None:
-            self.nudge_task(event.task_id, assignee)  # its driver skips its own events
+            self.nudge_task(event.task_id, assignee, cause=event.id)  # (it skips its own events)
         return True
 
     async def _route_message(self, message: Message) -> bool:
@@ -426,6 +436,7 @@ class RunHost:
             if live.run is None:  # claimed just now: read the run as its last owner left it
                 live.run = await runs.get(live.run_id)
             with_tasks, live.tasks_pending = live.tasks_pending, False
+            waited = live.waiting.take()  # the nudges this read answers
             given = await self._reads.read(live.run, with_tasks=with_tasks)
             plan = plan_turn(
                 given.page.events,
@@ -456,7 +467,7 @@ class RunHost:
                 fence=_fence(live),
                 roster=self._roster,
             )
-            await self._take(live, role, turn)
+            await self._take(live, role, turn, waited)
             live.queued_at = self._clock()
 
     async def _read_and_task_turn(self, live: LiveRun, role: Role, task_id: TaskId) -> None:
@@ -469,6 +480,7 @@ class RunHost:
             return
         if live.run is None:  # claimed just now: read the run as its last owner left it
             live.run = await runs.get(live.run_id)
+        waited = live.waiting.take()
         given = await runs.task_turn_input(live.run, limit=self._limits.read_limit)
         plan = plan_task_turn(
             given.task,
@@ -486,17 +498,20 @@ class RunHost:
                 )
             return
         turn = TaskTurn(self._db, role, given, plan, fence=_fence(live), roster=self._roster)
-        await self._take(live, role, turn)
+        await self._take(live, role, turn, waited)
         live.queued_at = self._clock()
 
-    async def _take(self, live: LiveRun, role: Role, turn: RunTurn[Any]) -> None:
+    async def _take(
+        self, live: LiveRun, role: Role, turn: RunTurn[Any], waited: tracing.Waiting
+    ) -> None:
         """Take the turn holding one of the role's cluster slots too; the turn may lend them
-        all back while it waits for a person (`LiveRun.slots`)."""
+        all back while it waits for a person (`LiveRun.slots`). `waited`: the nudges it
+        answers (its trace)."""
         async with self._cluster_slots.turn(role) as cluster:
             here = live.slots_here
             live.slots = HeldSlots([*here, cluster] if cluster is not None else here)
             try:
-                await self._turns.take(live, role, turn)
+                await self._turns.take(live, role, turn, waited=waited)
             finally:
                 live.slots = None
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from core import tracing
 from core.engine.host.attempt import Attempted
 from core.engine.host.ownership import Owned
 from core.engine.host.slots import HeldSlots, Slot
@@ -58,6 +59,8 @@ class LiveRun:
     """Task news may be waiting: read it too. True when the run is loaded here (after a restart
     or a wake) and whenever a task it watches changes; the read clears it."""
     queued_at: datetime | None = None
+    waiting: tracing.Waiting = field(default_factory=tracing.Waiting)
+    """The traced nudges since the run's last turn began (`core.tracing`)."""
     driving: asyncio.Task[None] | None = None
     """The loop that reads and runs turns while nudges keep coming; None when idle."""
     attempt: asyncio.Task[Attempted] | None = None

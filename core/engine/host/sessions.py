@@ -8,6 +8,8 @@ A runtime whose agents call their tools from outside the gateway gets a run toke
 session it starts or wakes (`grant`; it replaces the run's earlier session tokens), and the token
 is revoked when the session is let go (`revoke`): an agent that has ended leaves no token that
 still works.
+
+Traced (`core.tracing`), starting or waking a session is a `rolecall.session.wake` span.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
+from core import tracing
 from core.engine.host.live import LiveRun
 from core.engine.host.observer import HostObserver
 from core.engine.runtimes.base import AgentSession, SessionSpec, ToolAccess
@@ -69,6 +72,26 @@ class Sessions:
         if live.session is not None:  # a fresh session was started: the old one is done
             live.resumable = False  # replaced for good
             await self.close(live)
+        state: Mapping[str, object] | None = run.session.state
+        woken = {
+            "rolecall.runtime": role.runtime.kind,
+            "rolecall.session.resumed": state is not None,
+        }
+        with tracing.span("rolecall.session.wake", attributes=woken):
+            session = await self._open(live, role, run, state)
+        if state is not None:
+            self.asleep = max(self.asleep - 1, 0)
+        live.session, live.session_id = session, run.session.id
+        live.resumable = state is not None
+        self.awake += 1
+        self._report()
+        return session
+
+    async def _open(
+        self, live: LiveRun, role: Role, run: Run, state: Mapping[str, object] | None
+    ) -> AgentSession:
+        """The session started (no `state`) or resumed, with a token for its tools if its
+        runtime wants them (`live.token`)."""
         runtime = self._runtimes.for_role(role)
         tools = await self._grant(run) if runtime.wants_tools and self._grant else None
         spec = SessionSpec(
@@ -81,7 +104,6 @@ class Sessions:
             tools=tools,
             approvals=role.approvals,
         )
-        state: Mapping[str, object] | None = run.session.state
         try:
             if state is None:
                 session = await runtime.start(spec)
@@ -91,13 +113,7 @@ class Sessions:
             if tools is not None:
                 await self._revoke_token(tools.token)
             raise
-        if state is not None:
-            self.asleep = max(self.asleep - 1, 0)
-        live.session, live.session_id = session, run.session.id
         live.token = tools.token if tools is not None else None
-        live.resumable = state is not None
-        self.awake += 1
-        self._report()
         return session
 
     async def close(self, live: LiveRun) -> None:

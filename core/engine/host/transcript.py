@@ -21,7 +21,11 @@ the turn's end is handed to storage (`core.storage.runs_commands.TurnRecord`):
     {"kind": "mended", "text"}                      Mended
     {"kind": "attempt", "text"}                     AttemptEnded
     {"kind": "error", "text"}                       NotStored
-    attempts: {"started_at", "finished_at", "error"}   (times in microseconds)
+    attempts: {"started_at", "finished_at", "error", "trace_id"?}   (times in microseconds)
+
+`trace_id` (in hex) is the OpenTelemetry trace the turn ran in, when it was traced and sampled
+(`core.tracing`); it is kept with each attempt, which is a span of that trace, and read back as
+the turn's (`core.storage.runs_reads`).
 
 Pure: no I/O.
 """
@@ -124,6 +128,8 @@ class Transcript:
     steps: Sequence[TranscriptStep]
     attempts: Sequence[Attempt]
     error: str | None
+    trace_id: str | None = None
+    """The trace the turn ran in (None: not traced, or not sampled)."""
 
     def unstored(self, why: str) -> Transcript:
         """The transcript of a turn whose end could not be stored, to store as failed: none of
@@ -148,6 +154,7 @@ class Transcript:
                     "started_at": to_micros(attempt.started_at),
                     "finished_at": to_micros(attempt.finished_at),
                     "error": attempt.error,
+                    **({"trace_id": self.trace_id} if self.trace_id is not None else {}),
                 }
                 for attempt in self.attempts
             ],

@@ -16,6 +16,10 @@ record (`Transcript.record`, the stored JSON, made only here).
 A session that woke without its agent's memory of the conversation (`needs_opening`: an ACP
 agent that cannot load its sessions gets a new one) is told the turn as an opening prompt, as
 a session's first turn is.
+
+Traced (`core.tracing`), a turn is a `rolecall.turn` span — continuing the trace of the nudges
+it answers — and each attempt a `rolecall.attempt` span within it; the turn's record keeps the
+trace id.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from core import tracing
 from core.engine.approvals import never
 from core.engine.host.attempt import Attempted, Collected, collect
 from core.engine.host.drafts import DraftKind
@@ -158,6 +163,22 @@ class Tried:
     cancelled: bool = False
 
 
+def _traced(run: Run, cause: TurnCause, waiting: float) -> dict[str, str | float]:
+    """The attributes of a turn's span: its run, where it runs, why, how long it waited."""
+    where: dict[str, str] = {}
+    if run.thread_id is not None:
+        where["rolecall.thread_id"] = run.thread_id
+    if run.task_id is not None:
+        where["rolecall.task_id"] = run.task_id
+    return {
+        "rolecall.run_id": run.id,
+        "rolecall.role": run.role,
+        **where,
+        "rolecall.turn.cause": cause.value,
+        "rolecall.queue_wait_ms": round(waiting * 1000, 3),
+    }
+
+
 def _describe(error: BaseException) -> str:
     """An error for the transcript and the run's `last_error`: an agent's (or a driver's, which
     may quote the value it refused) mended as agent output is."""
@@ -193,16 +214,28 @@ class TurnTaker:
         self._observer = observer
         self._budgets = budgets or LocalBudgets()
 
-    async def take(self, live: LiveRun, role: Role, turn: RunTurn[End]) -> None:
+    async def take(
+        self,
+        live: LiveRun,
+        role: Role,
+        turn: RunTurn[End],
+        *,
+        waited: tracing.Waiting | None = None,
+    ) -> None:
+        """Take one turn; `waited`: the traced nudges it answers (`core.tracing.turn`)."""
         started_at = self._clock()
         queued_at = live.queued_at or started_at
+        waiting = max((started_at - queued_at).total_seconds(), 0)
         self._observer.turn_started(role.name)
-        self._observer.queue_wait(role.name, max((started_at - queued_at).total_seconds(), 0))
+        self._observer.queue_wait(role.name, waiting)
         live.cancel_requested = False
         live.turn_ended.clear()
         turn.working(True)
         try:
-            await self._take(live, role, turn, started_at, queued_at)
+            traced = _traced(turn.run, turn.cause, waiting) if tracing.on() else {}
+            with tracing.turn(waited, **traced) as span:
+                outcome = await self._take(live, role, turn, started_at, queued_at)
+                span.set_attribute("rolecall.turn.outcome", outcome.value)
         finally:
             live.turn_ended.set()
             turn.working(False)
@@ -214,7 +247,7 @@ class TurnTaker:
         turn: RunTurn[End],
         started_at: datetime,
         queued_at: datetime,
-    ) -> None:
+    ) -> TurnOutcome:
         run = turn.run
         generation = live.generation
         tried = await self._try(live, role, turn)
@@ -241,6 +274,7 @@ class TurnTaker:
             steps=steps,
             attempts=tried.attempts,
             error=tried.error,
+            trace_id=tracing.current_trace_id(),
         )
 
         async def commit(unstored: str | None) -> Run:
@@ -267,6 +301,7 @@ class TurnTaker:
         live.last_used = time.monotonic()
         seconds = (finished_at - started_at).total_seconds()
         self._observer.turn_finished(role.name, outcome.value, seconds)
+        return outcome
 
     async def _store_end(
         self, live: LiveRun, run: Run, commit: Callable[[str | None], Awaitable[Run]]
@@ -342,7 +377,8 @@ class TurnTaker:
                 return tried(cancelled=True)
             delay = self._limits.backoff * 2 ** (number - 1) if number else 0.0
             try:
-                answer = await self._attempt(live, role, turn, delay, began, told, did)
+                with tracing.attempt(turn.run.id, number + 1):
+                    answer = await self._attempt(live, role, turn, delay, began, told, did)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if not live.cancel_requested or (task is not None and task.cancelling()):

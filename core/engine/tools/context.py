@@ -63,6 +63,11 @@ class ToolContext:
         self.sent = 0
         """Messages sent with `send_message` (a turn that sent one has answered)."""
 
+    @property
+    def run_id(self) -> str:
+        """The calling run's id."""
+        return self._run.id
+
     async def _in_reply_to(self) -> EventId | None:
         """The person's message a message sent now answers (`answering`)."""
         if not isinstance(self._answering, Unread):

@@ -6,6 +6,9 @@ process during a turn; remote agents call the same methods by name through `call
 
 `TOOLS` is every declared tool, in the order they are offered (every list of tools shows this
 order); a tool declared but left out of it fails at import.
+
+Traced (`core.tracing`), a call by name is a `rolecall.tool_call` span in the run's turn, with the
+tool's name and the call's outcome.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core import tracing
 from core.engine.tools.approvals import ApprovalTools
 from core.engine.tools.base import Tool, offered
 from core.engine.tools.conversation import ConversationTools
@@ -53,6 +57,11 @@ async def call_tool(tools: RunTools, name: str, arguments: object) -> Any:
     `core.model.values` refuses (a lone surrogate, a NUL, a number storage cannot hold, nesting
     too deep) are named in the error. Every call counts against the turn's budget, a bad one too
     (an agent looping on a wrong call is cut off all the same)."""
+    with tracing.tool_call(tools.run_id, name):
+        return await _call(tools, name, arguments)
+
+
+async def _call(tools: RunTools, name: str, arguments: object) -> Any:
     if tools.budget is not None:
         await tools.budget.spend(name)
     tool = TOOLS.get(name)

@@ -18,6 +18,9 @@
     approvals:                      # optional: who answers what `permissions: …ask` puts to people
       approvers: [person:ops-lead]  # default: every active person of the conversation
       expires_in: 600               # seconds; unanswered by then is a refusal
+    retention:                      # optional: how long the role's records are kept (default:
+      messages: 365d                # the gateway's ROLECALL_RETAIN_*, forever unless set);
+      transcripts: 30d              # memory, deliveries too; `forever` keeps them
     slack:                          # optional: the role's Slack app (docs/slack.md)
       mode: http                    # http (Events API at /slack/<name>/events) or socket
       signing_secret: SLACK_CONCIERGE_SIGNING_SECRET  # names of the settings holding the
@@ -39,6 +42,7 @@ Unknown fields are errors (a typo must not be silently ignored).
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -54,7 +58,9 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.model.errors import InvalidInput
 from core.model.participants import MAX_NAME_LENGTH, Address
+from core.model.retention import Retention, parse_duration
 from core.model.roles.permissions import DECISIONS, Decision
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -216,6 +222,39 @@ class OpenAIRuntime(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
+
+
+def _retention(value: object) -> object:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except InvalidInput as wrong:
+        raise PydanticCustomError("retention", wrong.message) from None
+
+
+RetentionValue = Annotated[timedelta | None, BeforeValidator(_retention)]
+
+
+class RetentionSettings(BaseModel):
+    """How long the role's records are kept (`core.model.retention`): a duration like `365d`,
+    `forever`, or — left out — the gateway's default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: RetentionValue = None
+    memory: RetentionValue = None
+    transcripts: RetentionValue = None
+    deliveries: RetentionValue = None
+
+    @property
+    def rules(self) -> Retention:
+        return Retention(
+            messages=self.messages,
+            memory=self.memory,
+            transcripts=self.transcripts,
+            deliveries=self.deliveries,
+        )
 
 
 class ApprovalSettings(BaseModel):
@@ -408,6 +447,7 @@ class Role(BaseModel):
     """Calls of the gateway's tools (MCP, HTTP or in process) one turn may make; the next is
     refused with `tool_budget_spent` and the refusal is noted in the turn's transcript."""
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     slack: SlackApp | None = None
     widget: WidgetLook = Field(default_factory=WidgetLook)
 

@@ -114,3 +114,5 @@ class Turn:
     replies: Sequence[EventId]
     attempts: Sequence[Attempt]
     error: str | None
+    trace_id: str | None = None
+    """The OpenTelemetry trace the turn ran in, when it was traced (docs/tracing.md)."""

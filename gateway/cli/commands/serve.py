@@ -85,7 +85,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from gateway.app import build_app
     from gateway.logs import configure_logging
     from gateway.roles import configured_roles
-    from gateway.settings import ensure_api_token
+    from gateway.settings import SettingsError, ensure_api_token
     from gateway.single_process import claim_the_database
 
     try:  # every manifest is checked before anything is written
@@ -103,6 +103,8 @@ def serve_command(args: argparse.Namespace) -> int:
         app = build_app(settings, api_token=token, roles=roles)
     except ManifestError as exc:
         raise Failure(exc.message, EXIT_USAGE) from None
+    except SettingsError as exc:  # an OTEL_* variable the traces cannot work with
+        raise Failure(str(exc), EXIT_USAGE) from None
     started = False
 
     async def mark_started(_app: web.Application) -> None:

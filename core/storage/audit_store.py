@@ -1,0 +1,186 @@
+"""The audit trail in SQL (`audit_records`): recorded, read in pages, pruned past its retention.
+
+`RecordAction` takes the next number of the `audit` counter in `stream_positions` inside the
+writer's transaction, as the timeline takes its positions: the counter row's lock is held until
+the commit, so records become visible in position order, on every replica, and a reader that
+resumes after a position never misses one (`page`). A command rolled back gives its number back.
+
+Nothing here changes a record. `prune` deletes those recorded longer ago than a time kept (by the
+writer's clock, as every time of the trail), at most `limit` a write batch, so housekeeping never
+holds the writer long (`gateway.housekeeping`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Select, delete, insert, select, update
+
+from core.model.audit import Action, AuditRecord
+from core.model.timeline import ThreadId
+from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Reads
+from core.storage.housekeeping_store import CHUNK
+from core.storage.rows import from_micros
+from core.storage.transact import Transactor
+from core.storage.writer import Writer
+
+_a, _c = schema.audit_records, schema.stream_positions
+_ADVANCE = (
+    update(_c)
+    .where(_c.c.stream == schema.AUDIT_STREAM)
+    .values(value=_c.c.value + 1)
+    .returning(_c.c.value)
+)
+_INSERT = insert(_a)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def record_from_row(row: Any) -> AuditRecord:
+    return AuditRecord(
+        position=row.position,
+        at=from_micros(row.at),
+        actor=row.actor,
+        client=row.client,
+        action=row.action,
+        detail=row.detail,
+        request_id=row.request_id,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditPage:
+    """Records in position order. Forward (`after`): `next` is the `after` of the following page
+    (the last position returned, or `after` itself when none was), `more` whether any lies
+    beyond. Backward (`before`, or the newest page): `next` is the `before` of the earlier page
+    (the first position returned), None when nothing is earlier."""
+
+    records: Sequence[AuditRecord]
+    next: int | None
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAction(NoRuns):
+    action: Action
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], AuditRecord]:
+        connection = batch.connection
+        position = int(connection.execute(_ADVANCE).scalar_one())
+        done = self.action
+        connection.execute(
+            _INSERT,
+            {
+                "position": position,
+                "at": batch.now,
+                "actor": done.actor,
+                "client": done.client,
+                "action": done.action,
+                "detail": dict(done.detail),
+                "request_id": done.request_id,
+            },
+        )
+        record = AuditRecord(
+            position=position,
+            at=from_micros(batch.now),
+            actor=done.actor,
+            client=done.client,
+            action=done.action,
+            detail=dict(done.detail),
+            request_id=done.request_id,
+        )
+        return lambda: record
+
+
+@dataclass(frozen=True, slots=True)
+class PruneAudit(NoRuns):
+    """Delete up to `limit` records made more than `keep` before the batch's time; how many
+    went."""
+
+    keep: timedelta
+    limit: int = CHUNK
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], int]:
+        cut = batch.now - self.keep // _MICROSECOND
+        chosen = select(_a.c.position).where(_a.c.at < cut).limit(self.limit)
+        deleted = batch.connection.execute(
+            delete(_a).where(_a.c.position.in_(chosen.scalar_subquery()))
+        ).rowcount
+        return lambda: deleted
+
+
+def _filtered(statement: Select[Any], actor: str | None, action: str | None) -> Select[Any]:
+    if actor is not None:
+        statement = statement.where(_a.c.actor == actor)
+    if action is not None:
+        statement = statement.where(_a.c.action == action)
+    return statement
+
+
+def forward(
+    connection: Reads, after: int, limit: int, actor: str | None, action: str | None
+) -> AuditPage:
+    statement = _filtered(select(_a).where(_a.c.position > after), actor, action)
+    rows = connection.execute(statement.order_by(_a.c.position).limit(limit + 1)).all()
+    page = [record_from_row(row) for row in rows[:limit]]
+    return AuditPage(
+        records=page, next=page[-1].position if page else after, more=len(rows) > limit
+    )
+
+
+def backward(
+    connection: Reads, before: int | None, limit: int, actor: str | None, action: str | None
+) -> AuditPage:
+    statement = _filtered(select(_a), actor, action)
+    if before is not None:
+        statement = statement.where(_a.c.position < before)
+    rows = connection.execute(statement.order_by(_a.c.position.desc()).limit(limit + 1)).all()
+    page = [record_from_row(row) for row in rows[:limit]][::-1]
+    more = len(rows) > limit
+    return AuditPage(records=page, next=page[0].position if more else None, more=more)
+
+
+class SqlAuditTrail:
+    def __init__(self, reads: Transactor, writer: Writer) -> None:
+        self._reads = reads
+        self._writer = writer
+
+    async def record(self, action: Action) -> AuditRecord:
+        return await self._writer.run(RecordAction(action))
+
+    async def page(
+        self,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        newest: bool = False,
+        limit: int,
+        actor: str | None = None,
+        action: str | None = None,
+    ) -> AuditPage:
+        """Forward from `after` (default: the first record), or backward: before `before`, or
+        the newest page (`newest`); only `actor`'s records, or `action`'s, when given."""
+        if newest or before is not None:
+            return await self._reads.transact(lambda c: backward(c, before, limit, actor, action))
+        return await self._reads.transact(lambda c: forward(c, after or 0, limit, actor, action))
+
+    async def prune(self, *, keep: timedelta, limit: int = CHUNK) -> int:
+        """Delete every record made more than `keep` ago, `limit` a write batch; how many
+        went."""
+        deleted = 0
+        while True:
+            went = await self._writer.run(PruneAudit(keep, limit))
+            deleted += went
+            if went < limit:
+                return deleted
