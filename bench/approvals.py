@@ -18,11 +18,11 @@ an hour); to the result of that call, with a reply saying what was answered.
    at the same moment, on two connections. Measured: the first POST to the last 200; the first
    POST until the stream shows every turn's reply; each approval's resolution → its reply
    (the `at` of both events).
-3. **Exactly once.** Every approval has exactly one `approval_resolved` (answered, by its
-   person), every double click got one 200 and one 409, and every conversation one question and
-   one reply. Then `SECOND_ANSWERS` approvals are answered again, all at once with nothing else
-   running: each must be 409 `approval_closed`, and a marker message posted after them must be
-   the only event past them.
+3. **Exactly once** (`bench.approvals_checks`). Every approval has exactly one
+   `approval_resolved` (answered, by its person), every double click got one 200 and one 409,
+   and every conversation one question and one reply. Then `SECOND_ANSWERS` approvals are
+   answered again, all at once with nothing else running: each must be 409 `approval_closed`,
+   and a marker message posted after them must be the only event past them.
 4. **Ordinary turns** (the gateway's own ceiling): one message with `PLAIN` to every
    conversation, which the model answers at once; first post to the last reply. Then every
    turn's record (`GET /api/v1/runs/{id}/turns`) says where the time went (`STAGES`), and
@@ -60,12 +60,14 @@ from pathlib import Path
 import asyncpg
 
 from bench import fake_model
+from bench.approvals_checks import Checks as Checks  # read here too: bench.approvals_report
+from bench.approvals_checks import check
+from bench.approvals_checks import wrong_counts as wrong_counts  # and by its smoke test
 from bench.approvals_client import (
     POSTERS,
     Burst,
     Committed,
     Event,
-    Sent,
     at,
     body,
     burst,
@@ -157,30 +159,6 @@ class Resumed:
     """Each turn's cause (the approval's resolution, or the person's message) → its reply, by
     the `at` of both events."""
     cpu: Cpu
-
-
-@dataclass(frozen=True, slots=True)
-class Checks:
-    """The exactly-once counts."""
-
-    approvals: int
-    resolved_once: int
-    resolved_twice: int
-    not_resolved: int
-    not_answered_yes: int
-    asked_twice: int
-    replied_once: int
-    replied_twice: int
-    replies_wrong: int
-    """Replies that do not say `Answered: Yes.` or come before their approval's resolution."""
-    double_clicks: int
-    double_clicks_once: int
-    """Double clicks answered with one 200 and one 409 `approval_closed`."""
-    second_answers: int
-    second_answers_closed: int
-    """Second answers refused with 409 `approval_closed`."""
-    events_after_second: int
-    """Events committed between the two markers around the second answers (0: none added)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,102 +449,6 @@ def _stages_of(run: Run, thread: str, turns: list[Event], samples: dict[str, lis
 # --- the checks -------------------------------------------------------------------------------
 
 
-def check(
-    run: Run, answers: Burst, double_clicks: int, again: Burst, between: list[Event]
-) -> Checks:
-    """The exactly-once counts, from the stream and the answers; each wrong one is a problem."""
-    people = dict(run.people())
-    resolved = {a: run.stream.resolved.get(a, []) for a in people}
-    wrong_answers = sum(
-        1
-        for a, events in resolved.items()
-        for e in events
-        if (e["outcome"], (e["option"] or {}).get("id"), e["by"]) != ("answered", "yes", people[a])
-    )
-    replies_wrong = sum(
-        1
-        for thread, approval in run.approvals.items()
-        for reply in run.stream.replies.get(thread, [])[:1]
-        if reply["text"] != "Answered: Yes."
-        or not resolved[approval]
-        or reply["position"] < resolved[approval][0]["position"]
-    )
-    clicked = list(people)[:double_clicks]
-    by_key: dict[str, list[Sent]] = defaultdict(list)
-    for sent in answers.sent:
-        by_key[sent.key].append(sent)
-    checks = Checks(
-        approvals=len(people),
-        resolved_once=sum(1 for e in resolved.values() if len(e) == 1),
-        resolved_twice=sum(1 for e in resolved.values() if len(e) > 1),
-        not_resolved=sum(1 for e in resolved.values() if not e),
-        not_answered_yes=wrong_answers,
-        asked_twice=sum(1 for e in run.stream.requested.values() if len(e) > 1),
-        replied_once=sum(1 for r in run.stream.replies.values() if len(r) == 1),
-        replied_twice=sum(1 for r in run.stream.replies.values() if len(r) > 1),
-        replies_wrong=replies_wrong,
-        double_clicks=len(clicked),
-        double_clicks_once=sum(1 for a in clicked if _one_won(by_key[a])),
-        second_answers=len(again.sent),
-        second_answers_closed=sum(1 for s in again.sent if _closed(s)),
-        events_after_second=len(between),
-    )
-    run.problems += wrong_counts(checks)
-    run.problems += _wrong_answers(answers, by_key, set(clicked), between)
-    return checks
-
-
-def _closed(sent: Sent) -> bool:
-    return sent.status == 409 and sent.code == "approval_closed"
-
-
-def _one_won(answers: list[Sent]) -> bool:
-    """A double click: one answer won, the other was refused as closed."""
-    return (
-        len(answers) == 2
-        and sorted(s.status for s in answers) == [200, 409]
-        and any(_closed(s) for s in answers)
-    )
-
-
-def wrong_counts(checks: Checks) -> list[str]:
-    """Each count that is not what exactly-once means, said in a line."""
-    n = checks.approvals
-    expected = (
-        ("approvals resolved exactly once", checks.resolved_once, n),
-        ("approvals resolved more than once", checks.resolved_twice, 0),
-        ("approvals never resolved", checks.not_resolved, 0),
-        ("resolutions other than `yes` by the conversation's person", checks.not_answered_yes, 0),
-        ("conversations asked more than once", checks.asked_twice, 0),
-        ("conversations with exactly one reply", checks.replied_once, n),
-        ("conversations with more than one reply", checks.replied_twice, 0),
-        ("replies not saying the answer after it", checks.replies_wrong, 0),
-        ("double clicks with one 200 and one 409", checks.double_clicks_once, checks.double_clicks),
-        ("second answers refused as closed", checks.second_answers_closed, checks.second_answers),
-        ("events added by the second answers", checks.events_after_second, 0),
-    )
-    return [
-        f"{what}: {found:,}, expected {want:,}" for what, found, want in expected if found != want
-    ]
-
-
-def _wrong_answers(
-    answers: Burst, by_key: dict[str, list[Sent]], clicked: set[str], between: list[Event]
-) -> list[str]:
-    """What the answers' statuses and the events past the second answers say is wrong."""
-    said = []
-    once = [s for key, sent in by_key.items() if key not in clicked for s in sent]
-    if any(s.status != 200 for s in once):
-        statuses = dict(Counter(s.status for s in once))
-        said.append(f"answers given once: {statuses}, all 200 expected")
-    errors = [s for s in answers.sent if s.status >= 500]
-    if errors:
-        said.append(f"{len(errors)} answers got a 5xx: {dict(Counter(s.status for s in errors))}")
-    if between:
-        said.append(f"events after the second answers: {dict(Counter(e['kind'] for e in between))}")
-    return said
-
-
 async def end_of_turns(run: Run, total: int) -> dict[str, float]:
     """What `/metrics` (and PostgreSQL) say at the end: every turn replied, no attempt failed,
     no slot held."""
@@ -648,7 +530,16 @@ async def gateway_passes(
         asking = await ask_everyone(run)
         answers, resumed = await answer_everyone(run, double_clicks)
         again, between = await answer_again(run, SECOND_ANSWERS)
-        checks = check(run, answers, double_clicks, again, between)
+        checks, wrong = check(
+            run.stream,
+            run.approvals,
+            dict(run.people()),
+            answers=answers,
+            double_clicks=double_clicks,
+            again=again,
+            between=between,
+        )
+        run.problems += wrong
         plain = await ordinary_turns(run)
         stages = await turn_stages(run)
         turns = await end_of_turns(run, 2 * len(run.approvals))

@@ -107,7 +107,6 @@ from gateway.replica import (
     own_address,
     replica_lifecycle,
 )
-from gateway.retention import add_retention
 from gateway.roles import configured_roles
 from gateway.roles import routes as role_routes
 from gateway.runtimes import runtime_kinds
@@ -198,7 +197,6 @@ def build_app(
     app[tool_routes.WAITING_KEY] = set()
     app.on_shutdown.append(tool_routes.cut_waits_short)
     add_housekeeping(app, settings, sources)
-    add_retention(app, settings)
     app.router.add_get("/healthz", healthz)
     app.add_routes(replica_routes.routes)
     app.router.add_get("/metrics", metrics)

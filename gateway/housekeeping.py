@@ -14,7 +14,9 @@ its time, so the sweep is for the approvals nobody waits for (their run's replic
 they expire at most that late.
 
 Each pass also deletes the audit records older than `ROLECALL_AUDIT_RETENTION` days (none by
-default: the trail is kept forever), in batches like the rest (`prune_audit`).
+default: the trail is kept forever), in batches like the rest (`prune_audit`), and then removes
+what is past its retention — messages, memory, transcripts, Slack delivery records — for the
+roles served here (`gateway.retention`; nothing to do when nothing has a limited retention).
 
 Each pass logs one line when it deleted anything and counts what it deleted in
 `rolecall_records_pruned_total{table}`. A pass that fails (the database away for a moment) is
@@ -32,16 +34,18 @@ from datetime import timedelta
 from aiohttp import web
 
 from channels.edge.leasing import LeaseTerms, Leasing
-from channels.edge.requests import DATABASE_KEY
+from channels.edge.requests import DATABASE_KEY, ROLES_KEY
 from channels.web.limits import BURST
 from core.model.audit import retention
 from core.model.errors import Conflict
 from core.model.leases import LeaseKind
+from core.model.roles import Role
 from core.model.webhooks import Source
 from core.storage import Database
 from core.storage.housekeeping_store import BUCKETS_IDLE, Pruned
 from gateway.metrics import METRICS_KEY, Metrics
 from gateway.replica import REPLICA_KEY
+from gateway.retention import expire_once
 from gateway.settings import Settings, lease_terms
 
 FIRST_PASS_AFTER = 60.0
@@ -96,12 +100,16 @@ async def pass_if_held(
     metrics: Metrics,
     sources: Collection[str],
     leasing: Leasing,
+    *,
+    roles: Mapping[str, Role],
 ) -> Pruned | None:
-    """A pass, on the replica that holds housekeeping (None: another one does)."""
+    """A pass, on the replica that holds housekeeping (None: another one does); what is past
+    its retention goes for `roles`, the roles served here."""
     if await leasing.hold(LeaseKind.HOUSEKEEPING, PRUNE) is None:
         return None
     pruned = await prune_once(database, settings, metrics, sources)
     await prune_audit(database, settings, metrics)
+    await expire_once(database, roles, settings.retention, metrics)
     return pruned
 
 
@@ -158,11 +166,12 @@ async def _every(
     metrics: Metrics,
     sources: Collection[str],
     leasing: Leasing,
+    roles: Mapping[str, Role],
 ) -> None:
     await asyncio.sleep(min(FIRST_PASS_AFTER, settings.housekeeping_every))
     while True:
         try:
-            await pass_if_held(database, settings, metrics, sources, leasing)
+            await pass_if_held(database, settings, metrics, sources, leasing, roles=roles)
         except Exception:  # the next pass tries again
             every = settings.housekeeping_every
             log.exception("housekeeping failed; trying again in %.0f s", every)
@@ -174,8 +183,9 @@ async def _lifecycle(
 ) -> AsyncIterator[None]:
     database = app[DATABASE_KEY]
     leasing = leases.leasing(database.leases)
+    metrics, roles = app[METRICS_KEY], app[ROLES_KEY]
     tasks = [
-        asyncio.create_task(_every(database, settings, app[METRICS_KEY], sources, leasing)),
+        asyncio.create_task(_every(database, settings, metrics, sources, leasing, roles)),
         asyncio.create_task(_sweep_approvals(database, leasing)),
     ]
     try:

@@ -4,6 +4,8 @@
 127.0.0.1:5432, or ROLECALL_TEST_POSTGRES_URL). PostgreSQL tests get their own database, created
 for the session and dropped at its end, with the tables emptied between tests. When PostgreSQL
 cannot be reached the tests skip — except when CI is set, where a missing server fails the run.
+
+The fixtures of recorded spans, `recorded` and `core_spans`, are `tests.spans`'s, offered here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from core.storage import schema
 from core.storage.database import Database, open_database, upgrade_schema
+from tests.spans import core_spans, recorded  # noqa: F401 (fixtures, offered to every suite)
 
 ADMIN_URL = os.environ.get(
     "ROLECALL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -4,17 +4,24 @@
 `InMemorySpanExporter` behind a `SimpleSpanProcessor`: nothing goes over the network). A test
 hands `recorded.provider` to `build_app(tracer_provider=…)` and reads the spans back: by name,
 by trace, each one's parent and links, the chain of parents up to a trace's root.
+
+Two fixtures, for every suite (tests/conftest.py): `recorded`, a `Recorded` for the test's
+length, and `core_spans`, which turns core's spans (`core.tracing`) on with `recorded.provider`
+for a test with no gateway to do it — a gateway given the provider turns them on and off itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 from opentelemetry.trace import format_trace_id
+
+from core import tracing
 
 
 class Recorded:
@@ -81,3 +88,21 @@ class Recorded:
 def hex_id(span: ReadableSpan) -> str:
     """The span's trace id as the transcript and log lines write it."""
     return format_trace_id(span.context.trace_id)
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    """Spans kept in memory for the test's length."""
+    spans = Recorded()
+    yield spans
+    spans.close()
+
+
+@pytest.fixture
+def core_spans(recorded: Recorded) -> Iterator[None]:
+    """Core's spans made with `recorded.provider`, for the test's length."""
+    tracing.enable(recorded.provider)
+    try:
+        yield
+    finally:
+        tracing.disable()

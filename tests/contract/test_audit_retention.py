@@ -56,7 +56,8 @@ async def test_a_pass_deletes_the_records_past_the_retention_and_no_other(
         await db.audit.record(done(3))  # 29 days before it
         clock.now += timedelta(days=29)
 
-        assert await pass_if_held(db, settings, metrics, (), ONE_PROCESS.leasing(db.leases))
+        leasing = ONE_PROCESS.leasing(db.leases)
+        assert await pass_if_held(db, settings, metrics, (), leasing, roles={})
 
         assert await positions(db) == [4]
         assert pruned(metrics) == 3

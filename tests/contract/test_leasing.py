@@ -175,12 +175,12 @@ async def test_one_process_holds_everything_without_a_claim(db: Database) -> Non
 async def test_housekeeping_runs_on_the_replica_holding_it(db: Database, tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     a, b = _leasing(db, "a"), _leasing(db, "b")
-    assert await pass_if_held(db, settings, Metrics(), (), a) is not None
-    assert await pass_if_held(db, settings, Metrics(), (), b) is None
-    assert await pass_if_held(db, settings, Metrics(), (), a) is not None
+    assert await pass_if_held(db, settings, Metrics(), (), a, roles={}) is not None
+    assert await pass_if_held(db, settings, Metrics(), (), b, roles={}) is None
+    assert await pass_if_held(db, settings, Metrics(), (), a, roles={}) is not None
     await db.replicas.stop("a")  # a stops
-    assert await pass_if_held(db, settings, Metrics(), (), b) is not None
-    assert await pass_if_held(db, settings, Metrics(), (), a) is None
+    assert await pass_if_held(db, settings, Metrics(), (), b, roles={}) is not None
+    assert await pass_if_held(db, settings, Metrics(), (), a, roles={}) is None
 
 
 async def test_a_runs_turn_end_and_cursor_move_are_refused_under_a_lost_fence(

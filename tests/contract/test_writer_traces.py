@@ -8,7 +8,6 @@ from outside any trace makes no span. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,18 +23,7 @@ ALICE = parse_address("person:alice")
 ROLE = parse_address("role:concierge")
 
 
-@pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    """Core's spans made with an in-memory exporter, for the test's length."""
-    spans = Recorded()
-    tracing.enable(spans.provider)
-    try:
-        yield spans
-    finally:
-        tracing.disable()
-        spans.close()
-
-
+@pytest.mark.usefixtures("core_spans")
 async def test_a_batch_links_the_commits_it_served_and_each_event_keeps_its_own(
     database: Database, recorded: Recorded
 ) -> None:
@@ -79,6 +67,7 @@ async def test_a_batch_links_the_commits_it_served_and_each_event_keeps_its_own(
     assert not commits["request 1"].status.is_ok
 
 
+@pytest.mark.usefixtures("core_spans")
 async def test_events_are_forgotten_oldest_first(
     database: Database, recorded: Recorded, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,7 +2,8 @@
 transcripts and Slack delivery records past it are gone and the rest is untouched; the timeline
 still reads and pages, with every `seq` where it was; a run whose cursor pointed into removed
 history answers the next message; a role that keeps forever, and a conversation it shares with
-nobody else, keep everything. On SQLite and PostgreSQL, with the real run host and echo agent."""
+nobody else, keep everything; a housekeeping pass is what expires them. On SQLite and PostgreSQL,
+with the real run host and echo agent."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from channels.edge.leasing import ONE_PROCESS
 from core.engine.host import RunHost
 from core.engine.runtimes.registry import Runtimes
 from core.model.memory import MemoryEntry
@@ -22,10 +24,12 @@ from core.model.roles.manifests import load_role
 from core.model.timeline import Message, ThreadId
 from core.storage.database import Database, open_database
 from core.storage.slack_store import PostedToSlack
+from gateway.housekeeping import pass_if_held
 from gateway.metrics import Metrics
-from gateway.retention import expire_once
+from gateway.retention import TABLES, expire_once
 from gateway.settings import SettingsError, load_settings
 from tests.host.scene import FAST, Scene, role
+from tests.settings import make_settings
 
 ANN, BOB = "person:ann", "person:bob"
 
@@ -186,6 +190,25 @@ async def test_a_conversation_of_two_roles_keeps_its_messages_for_the_shorter_re
         clock.advance(2 * 3_600)
         await expire_once(db, {"week": week, "hour": hour}, Retention(), Metrics())
         assert [e for e in await scene.events(both) if isinstance(e, Message)] == []
+
+
+async def test_a_housekeeping_pass_expires_what_is_past_its_retention(
+    database_url: str, tmp_path: Path
+) -> None:
+    clock = Clock()
+    brief = role("brief", "echo", retention={"messages": "10s"})
+    async with hosted(database_url, clock, brief) as scene:
+        ann = await scene.conversation(ANN, "role:brief")
+        await scene.say(ann, ANN, "my locker is 42")
+        await scene.replies(ann, "role:brief", 1)
+        clock.advance(60)
+        settings = make_settings(tmp_path, database_url=database_url)
+        metrics, leasing = Metrics(), ONE_PROCESS.leasing(scene.db.leases)
+        roles = {"brief": brief}
+        assert await pass_if_held(scene.db, settings, metrics, (), leasing, roles=roles)
+        assert [e for e in await scene.events(ann) if isinstance(e, Message)] == []
+        counted = {"table": TABLES[Kept.MESSAGES]}
+        assert metrics.registry.get_sample_value("rolecall_records_pruned_total", counted) == 2
 
 
 async def _memory(db: Database, role_name: str) -> list[MemoryEntry]:

@@ -7,11 +7,8 @@ server, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from core import tracing
 from tests.runtimes.fake_openai import FakeOpenAI, call, say
 from tests.runtimes.test_openai_runtime import ANN, _turns, fake, hosted, model_role
 from tests.spans import Recorded, hex_id
@@ -19,18 +16,7 @@ from tests.spans import Recorded, hex_id
 __all__ = ["fake"]  # the fake model server, a fixture
 
 
-@pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    """Core's spans made with an in-memory exporter, for the test's length."""
-    spans = Recorded()
-    tracing.enable(spans.provider)
-    try:
-        yield spans
-    finally:
-        tracing.disable()
-        spans.close()
-
-
+@pytest.mark.usefixtures("core_spans")
 async def test_each_tool_call_is_a_span_with_its_name_and_outcome(
     fake: FakeOpenAI, database_url: str, recorded: Recorded
 ) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from channels.edge.requests import DATABASE_KEY
 from channels.slack.approvals import action_id
@@ -34,6 +35,14 @@ from tests.waiting import eventually
 from tests.web.conftest import SHOP_ORIGIN, SHOP_SECRET, user_token
 
 ROLE = Address("role:echo")
+
+T = TypeVar("T")
+
+SHOWN: dict[str | None, str] = {
+    "slack": "Answered *Allow once* by alice (Slack)",
+    "web": "Answered *Reject* by alice (widget)",
+}
+"""What the post of a race's request shows in place of its buttons, by the channel that won."""
 
 
 def _db(gw: SlackGateway) -> Database:
@@ -155,22 +164,40 @@ async def test_a_request_is_posted_once_with_a_button_per_option_and_a_click_ans
         assert fake_slack.ephemerals == []  # an answer is shown by the update, not told
 
 
+async def _race_a_click(
+    gw: SlackGateway,
+    fake: FakeSlack,
+    thread_id: str,
+    other: Callable[[ApprovalRequested, dict[str, Any]], Awaitable[T]],
+) -> tuple[ApprovalResolved, T]:
+    """The role asks in the conversation; on its post, Alice clicks *Allow once* at the same
+    moment as `other(request, her click)` answers too. The click gets its 200, the post comes
+    to show the winner's answer (`SHOWN`), and the request is resolved once: its resolution,
+    and what `other` got."""
+    asked = await _ask(gw, thread_id)
+    post = await _posted(fake, asked)
+    click = fake.click(
+        ALICE, post.args["channel"], post.response["ts"], action_id(asked.id, "allow")
+    )
+    (clicked, _), answered = await asyncio.gather(gw.post_interaction(click), other(asked, click))
+    assert clicked == 200
+    resolved = await _resolved(gw, asked)
+    await _updated_to(fake, post, SHOWN[resolved.channel])
+    assert len(await _resolutions(gw, thread_id)) == 1
+    return resolved, answered
+
+
 async def test_the_same_click_twice_answers_once_and_the_second_is_told(
     tmp_path: Path, database_url: str, fake_slack: FakeSlack
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack, database_url=database_url) as gw:
         thread_id = await _conversation(gw, fake_slack)
-        asked = await _ask(gw, thread_id)
-        post = await _posted(fake_slack, asked)
-        click = fake_slack.click(
-            ALICE, post.args["channel"], post.response["ts"], action_id(asked.id, "allow")
+        resolved, (again, _) = await _race_a_click(
+            gw, fake_slack, thread_id, lambda _, click: gw.post_interaction(click)
         )
-        answers = await asyncio.gather(gw.post_interaction(click), gw.post_interaction(click))
-        assert [status for status, _ in answers] == [200, 200]
+        assert (resolved.channel, again) == ("slack", 200)
         told = await eventually(lambda: _told(fake_slack, ALICE.id), what="the retry told")
         assert told == ["Already answered by you in Slack: “Allow once”."]
-        await _updated_to(fake_slack, post, "Answered *Allow once* by alice (Slack)")
-        assert len(await _resolutions(gw, thread_id)) == 1
 
 
 async def test_a_click_and_an_api_answer_at_once_resolve_it_once(
@@ -178,29 +205,20 @@ async def test_a_click_and_an_api_answer_at_once_resolve_it_once(
 ) -> None:
     async with slack_gateway(tmp_path, fake_slack, database_url=database_url) as gw:
         thread_id = await _conversation(gw, fake_slack)
-        asked = await _ask(gw, thread_id)
-        post = await _posted(fake_slack, asked)
-        click = fake_slack.click(
-            ALICE, post.args["channel"], post.response["ts"], action_id(asked.id, "allow")
+        answer = {"option": "reject", "as": "person:alice", "channel": "web"}
+        resolved, answered = await _race_a_click(
+            gw,
+            fake_slack,
+            thread_id,
+            lambda asked, _: gw.api.post(f"/api/v1/approvals/{asked.id}", answer),
         )
-        by_api = gw.api.post(
-            f"/api/v1/approvals/{asked.id}",
-            {"option": "reject", "as": "person:alice", "channel": "web"},
-        )
-        (clicked, _), answered = await asyncio.gather(gw.post_interaction(click), by_api)
-        assert clicked == 200
-        resolved = await _resolved(gw, asked)
         if resolved.channel == "slack":  # the click won: the other answer is told who answered
             assert answered.status == 409, answered.text
             assert "person:alice (slack)" in answered.body["error"]["message"]
-            outcome = "Answered *Allow once* by alice (Slack)"
         else:  # the widget's answer won: the click is told so
             assert answered.status == 200, answered.text
             told = await eventually(lambda: _told(fake_slack, ALICE.id), what="the click told")
             assert told == ["Already answered by you in the widget: “Reject”."]
-            outcome = "Answered *Reject* by alice (widget)"
-        await _updated_to(fake_slack, post, outcome)
-        assert len(await _resolutions(gw, thread_id)) == 1
 
 
 async def test_a_click_and_a_widget_answer_at_once_resolve_it_once(
@@ -218,28 +236,19 @@ async def test_a_click_and_a_widget_answer_at_once_resolve_it_once(
         widget = gw.widget(SHOP_ORIGIN)
         session = await widget.start(site="shop", user_token=user_token("alice-web", "Alice"))
         assert session["conversation"] == thread_id  # one person, one conversation
-        asked = await _ask(gw, thread_id)
-        post = await _posted(fake_slack, asked)
-        click = fake_slack.click(
-            ALICE, post.args["channel"], post.response["ts"], action_id(asked.id, "allow")
+        resolved, (status, answered, _) = await _race_a_click(
+            gw,
+            fake_slack,
+            thread_id,
+            lambda asked, _: widget.call("POST", f"/approvals/{asked.id}", {"option": "reject"}),
         )
-        in_widget = widget.call("POST", f"/approvals/{asked.id}", {"option": "reject"})
-        (clicked, _), (status, answered, _) = await asyncio.gather(
-            gw.post_interaction(click), in_widget
-        )
-        assert clicked == 200
-        resolved = await _resolved(gw, asked)
         if resolved.channel == "slack":  # the click won: the widget is told who answered
             assert status == 409, answered
             assert answered["error"]["code"] == "approval_closed"
-            outcome = "Answered *Allow once* by alice (Slack)"
         else:  # the widget won: the click is told so
             assert (status, resolved.channel) == (200, "web"), answered
             told = await eventually(lambda: _told(fake_slack, ALICE.id), what="the click told")
             assert told == ["Already answered by you in the widget: “Reject”."]
-            outcome = "Answered *Reject* by alice (widget)"
-        await _updated_to(fake_slack, post, outcome)
-        assert len(await _resolutions(gw, thread_id)) == 1
 
 
 async def test_an_answer_elsewhere_and_an_expiry_replace_the_buttons(

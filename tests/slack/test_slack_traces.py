@@ -11,11 +11,9 @@ tracing off, nothing is traced and the transcript says so with a null `trace_id`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from core import tracing
@@ -39,13 +37,6 @@ SPANS = [
     "rolecall.slack.post",
 ]
 """The spans docs/tracing.md names for a Slack message answered in Slack."""
-
-
-@pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    spans = Recorded()
-    yield spans
-    spans.close()
 
 
 async def _turns(gw: SlackGateway) -> list[dict[str, Any]]:

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
@@ -24,17 +23,7 @@ from core import tracing
 from tests.spans import Recorded
 
 
-@pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    spans = Recorded()
-    tracing.enable(spans.provider)
-    try:
-        yield spans
-    finally:
-        tracing.disable()
-        spans.close()
-
-
+@pytest.mark.usefixtures("core_spans")
 async def test_a_tool_call_from_elsewhere_joins_the_running_attempt(recorded: Recorded) -> None:
     tracer = recorded.provider.get_tracer("test")
     running, done = asyncio.Event(), asyncio.Event()
@@ -62,6 +51,7 @@ async def test_a_tool_call_from_elsewhere_joins_the_running_attempt(recorded: Re
     assert after.links == ()
 
 
+@pytest.mark.usefixtures("core_spans")
 def test_a_turn_continues_the_first_nudge_and_links_the_others(recorded: Recorded) -> None:
     tracer = recorded.provider.get_tracer("test")
     waiting = tracing.Waiting()
@@ -87,6 +77,7 @@ def test_a_turn_continues_the_first_nudge_and_links_the_others(recorded: Recorde
     assert alone.parent is None and not recorded.children(alone, "rolecall.turn.queue_wait")
 
 
+@pytest.mark.usefixtures("core_spans")
 def test_a_delivery_of_an_unknown_commit_is_a_trace_of_its_own_unless_history(
     recorded: Recorded,
 ) -> None:

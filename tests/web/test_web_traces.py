@@ -5,11 +5,9 @@ tracing with an in-memory exporter."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
-import pytest
 
 from gateway.app import build_app
 from tests.api.conftest import ECHO, TOKEN, Api
@@ -17,13 +15,6 @@ from tests.serving import free_port, serve
 from tests.spans import Recorded, hex_id
 from tests.waiting import eventually
 from tests.web.conftest import Widget, web_settings
-
-
-@pytest.fixture
-def recorded() -> Iterator[Recorded]:
-    spans = Recorded()
-    yield spans
-    spans.close()
 
 
 async def test_a_widget_message_its_echo_and_their_stream_frames_are_one_trace(
