@@ -3,9 +3,9 @@
 Four families of failure reach this middleware, and each is translated by its class, never by
 its message:
 
-- core's domain errors (`RolecallError`): `InvalidInput` 422, `TooLarge` 413, `NotFound` 404,
-  `NotAllowed` 403, `Conflict` 409, `LimitReached` 429; the error's own `code` and `message`
-  go to the client.
+- core's domain errors (`RolecallError`): `InvalidInput` 422, `TooLarge` 413, `Gone` 410,
+  `NotFound` 404, `NotAllowed` 403, `Conflict` 409, `LimitReached` 429; the error's own `code`
+  and `message` go to the client.
 - the gateway's `ApiError`: what only HTTP knows about — a body that is not JSON (400), a missing
   or wrong token (401), a database that does not answer the health check (503).
 - storage's `StorageUnavailable`: the database cannot be reached for now (restarting, connection
@@ -29,6 +29,7 @@ from aiohttp.typedefs import Handler
 
 from core.model.errors import (
     Conflict,
+    Gone,
     InvalidInput,
     LimitReached,
     NotAllowed,
@@ -44,6 +45,7 @@ log = logging.getLogger("rolecall.gateway")
 DOMAIN_STATUS: tuple[tuple[type[RolecallError], int], ...] = (
     (InvalidInput, 422),
     (TooLarge, 413),
+    (Gone, 410),
     (NotFound, 404),
     (NotAllowed, 403),
     (Conflict, 409),

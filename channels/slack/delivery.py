@@ -10,6 +10,16 @@ the database) and acts on those of conversations bound to a DM:
   so the DM stays a complete record; people's own Slack messages are already there;
 - a retraction of a message we posted deletes it (`chat.delete`), or, when Slack refuses,
   replaces its text with a retraction notice;
+- a person's erasure (`erased`, `core.model.erasure`) deletes every post we made for the thread
+  — in their conversation all of them: the role's replies, the quoted copies of what they said
+  elsewhere, approval requests, notes; in a group thread the posts of their messages — then
+  forgets the thread's posts and, for a conversation, the DM's binding, so nothing more of the old
+  thread reaches the DM (the same Slack user who writes again is a new person, in a new
+  conversation, in the same DM). A post already gone (a page done again after a failure or a
+  restart) answers `message_not_found`: done. A post whose ts was never recorded (an intent
+  left by a crash) is looked for in the DM's history first. The person's own Slack messages stay:
+  Slack lets only a user token delete a user's messages, and the app holds a bot token. A
+  tombstone (an erased message) is never posted;
 - the gateway's notes ("a fresh session started", "the role did not answer") are posted in italics;
 - an approval's request is posted with a button per option (`channels/slack/approvals.py`), like
   a message (the outbox below); its resolution updates that post (`chat.update`): the buttons
@@ -84,6 +94,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     EventId,
     Message,
     Retraction,
@@ -93,13 +104,20 @@ from core.model.timeline import (
 from core.model.values import clean_text
 from core.storage.database import Database
 from core.storage.errors import StorageUnavailable
-from core.storage.slack_store import CHANNEL, PostedToSlack, SlackBinding
+from core.storage.slack_store import (
+    CHANNEL,
+    ErasedPost,
+    PostedToSlack,
+    SlackBinding,
+    SlackErasure,
+)
 
 log = logging.getLogger("rolecall.slack")
 
 PAGE = 200
 METADATA_TYPE = "rolecall_message"
 RETRACTED_NOTICE = "_This message was retracted._"
+ERASED_NOTICE = "_This message was erased._"
 POST_ATTEMPTS = 5
 RETRY_PAUSE = 1.0
 FIND_PAGES = 3
@@ -126,6 +144,9 @@ installed over OAuth looks a refused token up again, and skips a workspace it is
 installed in: `Clients`.)"""
 NOT_UPDATED = PERMANENT | {"message_not_found", "cant_update_message", "edit_window_closed"}
 """Slack's answers to an update of a post that no retry changes: the post stays as it is."""
+NOT_DELETED = PERMANENT | {"cant_delete_message", "compliance_exports_prevent_deletion"}
+"""Slack's answers to a deletion of a post that no retry changes: the post's text is replaced
+with a notice instead, if Slack takes that."""
 DMS_AT_ONCE = 16
 """DMs posted to at the same time (each DM's own posts stay in order and paced)."""
 STATUS_AFTER = 1.0
@@ -192,6 +213,9 @@ class _Latest:
 class _Unread(Exception):
     """The DM's history could not be read: whether a post reached Slack is not known."""
 
+
+_ByDm = dict[str, list[tuple[SlackBinding, AnyEvent, _Latest | None]]]
+"""A page's events to deliver, by DM."""
 
 SAID_KEPT = 100_000
 """Slack threads of people's messages told but not yet come to, kept at most."""
@@ -285,7 +309,10 @@ class Delivery:
     def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:
         # With replicas a DM may have been bound through another one: any event may be news.
         news = self._leasing.shared and self._held is not None and bool(events)
-        if news or any(event.thread_id in self._bindings for event in events):
+        # An erasure is news for a thread whose DM was bound to another one since, too.
+        if news or any(
+            event.thread_id in self._bindings or isinstance(event, Erased) for event in events
+        ):
             self._wake.set()
 
     def _streamed(self, thread_id: ThreadId) -> SlackBinding | None:
@@ -401,16 +428,18 @@ class Delivery:
             if not page.events:
                 return
             await self._look_up(page.events)
-            by_dm: dict[str, list[tuple[SlackBinding, AnyEvent, _Latest | None]]] = {}
+            by_dm: _ByDm = {}
             for event in page.events:
+                if isinstance(event, Erased):  # what came before first: then it all goes
+                    await self._deliver_dms(by_dm)
+                    by_dm = {}
+                    await self._erase(event)
+                    continue
                 binding = self._bindings.get(event.thread_id)
                 if binding is not None and event.position > binding.since:
                     answers = self._follow(event)
                     by_dm.setdefault(binding.channel_id, []).append((binding, event, answers))
-            if by_dm:  # a DM that fails stops the others: the page is done again, as a whole
-                async with asyncio.TaskGroup() as group:
-                    for items in by_dm.values():
-                        group.create_task(self._deliver_all(items))
+            await self._deliver_dms(by_dm)
             position = page.events[-1].position
             await self._db.slack.advance(self.role.name, position, fence=self._fence)
             self.cursor = position
@@ -429,6 +458,14 @@ class Delivery:
                 event.position, event.id, event.channel, self._said.pop(event.id, None)
             )
         return None
+
+    async def _deliver_dms(self, by_dm: _ByDm) -> None:
+        """The DMs' events at once (each DM's in order); a DM that fails stops the others: the
+        page is done again, as a whole."""
+        if by_dm:
+            async with asyncio.TaskGroup() as group:
+                for items in by_dm.values():
+                    group.create_task(self._deliver_all(items))
 
     async def _deliver_all(
         self, items: list[tuple[SlackBinding, AnyEvent, _Latest | None]]
@@ -480,8 +517,8 @@ class Delivery:
             approvers = [await self.name_of(a) for a in event.approvers]
             asked = request_message(event, approvers=approvers)
             return _Post(asked.text, None, asked.blocks)
-        if not isinstance(event, Message) or event.retracted:
-            return None
+        if not isinstance(event, Message) or event.retracted or event.erased:
+            return None  # a tombstone's intent goes with its thread's posts (`_erase`)
         if event.author == self.role.address:  # written in Markdown, posted in Slack's marks
             return _Post(to_mrkdwn(event.text), await self._answered(event, answers))
         if kind_of(event.author) is ParticipantKind.PERSON and event.channel == CHANNEL:
@@ -522,17 +559,81 @@ class Delivery:
         post = await self._db.slack.post_of(self.role.name, retraction.target)
         if post is None or not post.outbound:
             return  # not ours to delete: a person's own message, or one never posted
-        try:
-            client = await self._clients.for_team(binding.team_id)
-        except NotInstalled as error:
-            log.warning("slack message %s not deleted: %s", retraction.target, error)
+        gone = ErasedPost(retraction.target, binding.team_id, post.channel_id, post.ts)
+        await self._delete(gone, notice=RETRACTED_NOTICE)
+
+    # --- erasure ------------------------------------------------------------------------------
+
+    async def _erase(self, erased: Erased) -> None:
+        """A person of the thread was erased: delete our posts of it in Slack, then forget them
+        (and, for their conversation, the DM's binding). Done again, it finds what is left."""
+        self._names.pop(erased.participant, None)
+        erasure = await self._db.slack.erasure_of(self.role.name, erased.thread_id)
+        if erasure.nothing:
             return
-        try:
-            await client.chat_delete(channel=post.channel_id, ts=post.ts)
-        except SlackApiError as error:
-            log.info("slack refused to delete (%s); marking it retracted", error.response["error"])
-            with contextlib.suppress(SlackApiError):
-                await client.chat_update(channel=post.channel_id, ts=post.ts, text=RETRACTED_NOTICE)
+        where = {"rolecall.role": self.role.name, "rolecall.thread_id": erased.thread_id}
+        with tracing.delivery("rolecall.slack.erase", erased.id, attributes=where):
+            for post in erasure.posts:
+                await self._delete(post, notice=ERASED_NOTICE)
+            await self._db.slack.forget_thread(self.role.name, erasure, fence=self._fence)
+        if erasure.whole:
+            self._unbind(erasure)
+
+    def _unbind(self, erasure: SlackErasure) -> None:
+        """Nothing more of the erased conversation goes to its DM."""
+        thread_id = erasure.thread_id
+        self._bindings.pop(thread_id, None)
+        self._latest.pop(thread_id, None)
+        self._heard.pop(thread_id, None)
+        self._shown.discard(thread_id)
+        if (pending := self._showing.pop(thread_id, None)) is not None:
+            pending.cancel()
+
+    async def _delete(self, post: ErasedPost, *, notice: str) -> None:
+        """Delete our post in Slack (one whose ts was not recorded is looked for first): done
+        when it is gone, was gone already (`message_not_found`), or Slack will never delete it —
+        its text is then replaced with `notice`, if Slack takes that (logged). `SlackUnavailable`
+        after `POST_ATTEMPTS` attempts."""
+        ts = post.ts
+        for attempt in range(POST_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(RETRY_PAUSE * 2 ** (attempt - 1))
+            try:
+                client = await self._clients.for_team(post.team_id)
+            except NotInstalled as error:
+                log.warning("slack message %s not deleted: %s", post.message_id, error)
+                return
+            if ts is None:
+                try:
+                    ts = await self._find(client, post.channel_id, post.message_id, post.thread_ts)
+                except _Unread as error:
+                    log.info(
+                        "slack history not read (%s): %s not deleted yet", error, post.message_id
+                    )
+                    continue
+                if ts is None:
+                    return  # it never reached Slack
+            await self._paced(post.channel_id)
+            try:
+                await client.chat_delete(channel=post.channel_id, ts=ts)
+                return
+            except SlackApiError as error:
+                code = _code(error)
+                if code == "message_not_found":
+                    return  # deleted already: a page done again
+                if code in NOT_DELETED:
+                    log.info("slack refused to delete %s (%s): replacing its text", ts, code)
+                    with contextlib.suppress(SlackApiError, TimeoutError, aiohttp.ClientError):
+                        await client.chat_update(channel=post.channel_id, ts=ts, text=notice)
+                    return
+                self._clients.refused(post.team_id, client, code)
+                log.info("slack delete failed (%s), attempt %d", code, attempt + 1)
+            except (TimeoutError, aiohttp.ClientError) as error:
+                name = type(error).__name__
+                log.info("slack delete unanswered (%s), attempt %d", name, attempt + 1)
+        raise SlackUnavailable(
+            f"message {post.message_id} not deleted in slack in {POST_ATTEMPTS} attempts"
+        )
 
     async def _show_outcome(self, binding: SlackBinding, resolved: ApprovalResolved) -> None:
         """Update the post of the approval's request to show how it was resolved: done when
@@ -593,7 +694,7 @@ class Delivery:
                 return None
             if look_first:
                 try:
-                    found = await self._find(client, channel, event, post.thread_ts)
+                    found = await self._find(client, channel, event.id, post.thread_ts)
                 except _Unread as error:
                     log.info("slack history not read (%s): not posting %s yet", error, event.id)
                     continue
@@ -629,9 +730,9 @@ class Delivery:
         )
 
     async def _find(
-        self, client: AsyncWebClient, channel: str, event: AnyEvent, thread_ts: str | None
+        self, client: AsyncWebClient, channel: str, event_id: EventId, thread_ts: str | None
     ) -> str | None:
-        """The ts of our post of this event, if Slack has it (a reply in a thread is found
+        """The ts of our post of the event `event_id`, if Slack has it (a reply in a thread is found
         among the thread's replies, not in the channel's history), looked for in the newest
         `FIND_PAGES` pages; `_Unread` when Slack did not answer."""
         cursor: str | None = None
@@ -659,7 +760,7 @@ class Delivery:
                 metadata = message.get("metadata") or {}
                 if (
                     metadata.get("event_type") == METADATA_TYPE
-                    and (metadata.get("event_payload") or {}).get("id") == event.id
+                    and (metadata.get("event_payload") or {}).get("id") == event_id
                 ):
                     return str(message["ts"])
             cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None

@@ -23,6 +23,11 @@ timeline, and the person is told in the DM why. Cleaning would put words in the 
 person did not write; a 4xx would have Slack retry the event three times and then drop it with
 no word to anyone. The rest of the event was checked at the route (`channels/slack/verify.py`).
 
+An erased person (`core.model.erasure`) writes nothing more: their identity is gone, so the same
+Slack user is looked up again (`on_commit` forgets them; a delivery still naming them is refused,
+`person_erased`, and looked up again once) and is someone new, in a new conversation in the
+same DM.
+
 Traced (`core.tracing`), a `message` event is a `rolecall.slack.event` span: within the request's
 span over HTTP, a trace of its own over Socket Mode.
 """
@@ -32,7 +37,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +52,8 @@ from core.model.errors import RolecallError
 from core.model.participants import Address, ParticipantSet
 from core.model.people import Identity, check_email, parse_identity
 from core.model.roles import Role
-from core.model.timeline import ThreadId
+from core.model.tasks import TaskEvent
+from core.model.timeline import AnyEvent, Erased, ThreadId
 from core.model.values import clean_text, text_problem
 from core.storage.database import Database
 from core.storage.slack_store import (
@@ -123,6 +129,16 @@ class Inbound:
         self._host = host
         self._people: OrderedDict[tuple[str, str], Address] = OrderedDict()
         self._threads: OrderedDict[tuple[str, str], ThreadId] = OrderedDict()
+
+    def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:
+        """A person erased is no one's any more: who wrote from Slack, and in which thread, is
+        looked up again (their identity is gone: the same Slack user is someone new)."""
+        for event in events:
+            if isinstance(event, Erased):
+                for key in [k for k, v in self._people.items() if v == event.participant]:
+                    del self._people[key]
+                for key in [k for k, v in self._threads.items() if v == event.thread_id]:
+                    del self._threads[key]
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)

@@ -130,6 +130,7 @@ async def _lifecycle(app: web.Application, config: SlackConfig) -> AsyncIterator
             teams = config.email_link_teams
             inbound = Inbound(role, database, host, entry.delivery, email_link_teams=teams)
             inbound.register(entry.bolt)
+            stops.append(database.listen(inbound.on_commit))
             answers = Answers(role, database, entry.delivery.name_of)
             answers.register(entry.bolt)
             stops.append(answers.close)

@@ -5,7 +5,11 @@ An approval is two events, shown so: `approval_requested` is the card (what the 
 options, the tool call it is about, who may answer and until when), with its `state` and
 `resolution` when the caller knows them (history does; the stream sends the request as it was
 asked, and the resolution follows as its own event); `approval_resolved` names the request it
-resolves (`target`), the outcome, the option chosen, and who answered, by name, from where."""
+resolves (`target`), the outcome, the option chosen, and who answered, by name, from where.
+
+Erasure (`core.model.erasure`): a tombstone is a message with `erased: true` and no text; the
+`erased` event names the person erased (`participant`, `mine` when it is the viewer) and how many
+of the conversation's messages became tombstones."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     Message,
     Retraction,
     SystemNote,
@@ -97,6 +102,7 @@ async def widget_event(
                 "mine": event.author == viewer,
                 "text": event.text,
                 "retracted": event.retracted,
+                "erased": event.erased,
                 "channel": event.channel,
             }
         case Retraction():
@@ -117,6 +123,13 @@ async def widget_event(
             return common | await _approval_request(event, viewer, names, resolution)
         case ApprovalResolved():
             return common | await _approval_resolution(event, viewer, names)
+        case Erased():
+            return common | {
+                "kind": "erased",
+                "participant": event.participant,
+                "mine": event.participant == viewer,
+                "messages": event.messages,
+            }
     return None
 
 
@@ -190,11 +203,15 @@ class Frames:
     message to a conversation with many open widgets is encoded once, not once per stream."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[tuple[str, Address, bool], bytes] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, Address, bool, bool], bytes] = OrderedDict()
 
     async def of(self, event: AnyEvent, viewer: Address, names: Names) -> bytes:
-        """The frame (empty when the widget does not show the event)."""
-        key = (event.id, viewer, isinstance(event, Message) and event.retracted)
+        """The frame (empty when the widget does not show the event): a message's frame as it
+        is now — retracted, or a tombstone — is another frame."""
+        retracted = erased = False
+        if isinstance(event, Message):
+            retracted, erased = event.retracted, event.erased
+        key = (event.id, viewer, retracted, erased)
         if (frame := self._kept.get(key)) is not None:
             return frame
         shown = await widget_event(event, viewer=viewer, names=names)
@@ -206,6 +223,10 @@ class Frames:
         while len(self._kept) > FRAMES_KEPT:
             self._kept.popitem(last=False)
         return frame
+
+    def clear(self) -> None:
+        """Forget every frame (a person was erased: nothing of theirs is kept)."""
+        self._kept.clear()
 
 
 def working_frame(role: str, working: bool) -> bytes:

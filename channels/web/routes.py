@@ -11,6 +11,11 @@ is only ever found in the session's conversation, and only when the person sees 
 other id is the same 404, so that an id reveals nothing. History shows each request with its
 state as the person sees it (a resolution they do not see leaves it pending for them).
 
+Erasure (`core.model.erasure`): the session of a person who was erased is over — every call
+answers 401 `session_expired`, its message `ERASED_MESSAGE` — and a stream open on their
+conversation sends the `erased` event and ends. Their identity is gone with them, so a new
+session for the same visitor (or signed-in user) is a new person, in a new conversation.
+
 Traced (`core.tracing`), each frame a live stream sends of an event this process committed is a
 `rolecall.widget.stream` span in the trace of that commit (history a stream catches up on is not).
 """
@@ -72,13 +77,14 @@ from channels.web.tokens import WidgetKeys, WidgetSession, read_user_token
 from core import tracing
 from core.engine.host.host import RunHost
 from core.model.approvals import ApprovalClosed
-from core.model.errors import InvalidInput, NotAllowed, NotFound, TooLarge
+from core.model.errors import Gone, InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.participants import Address, ParticipantSet
 from core.model.people import Identity, Person, parse_identity
 from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     EventId,
     ThreadId,
     check_text,
@@ -95,6 +101,9 @@ PING_SECONDS = 15.0
 RECONNECT_MS = 1_000
 CATCH_UP_PAGE = 200
 HISTORY_PAGE = 30
+ERASED_MESSAGE = "this conversation was erased; a new session starts a new one"
+"""The message of the 401 `session_expired` a session of an erased person answers (the widget
+tells it from other expiries by its first words, `this conversation was erased`)."""
 
 
 @dataclass
@@ -175,13 +184,24 @@ async def _lifecycle(app: web.Application, config: WidgetConfig) -> AsyncIterato
     )
     app[WEB_KEY] = channel
     stop_commits = database.listen(channel.fanout.on_commit)
+    stop_erasures = database.listen(lambda events, _: _forget_erased(channel, events))
     host: RunHost = app[HOST_KEY]
     stop_activity = host.watch_activity(channel.fanout.on_activity)
     try:
         yield
     finally:
         stop_commits()
+        stop_erasures()
         stop_activity()
+
+
+def _forget_erased(channel: WebChannel, events: Iterable[AnyEvent]) -> None:
+    """Keep nothing of an erased person: their name, and the frames rendered of what they said
+    (a frame of a tombstone is another one)."""
+    for event in events:
+        if isinstance(event, Erased):
+            channel.names.forget(event.participant)
+            channel.frames.clear()
 
 
 async def _close_streams(app: web.Application) -> None:
@@ -360,10 +380,22 @@ def _check_origin(request: web.Request, site: Site) -> None:
         raise
 
 
+async def _not_erased(request: web.Request, session: WidgetSession) -> Person:
+    """The session's person, unless they were erased: their session is over (401)."""
+    try:
+        person = await request.app[DATABASE_KEY].people.get(session.person)
+    except Gone:
+        raise ApiError(401, "session_expired", ERASED_MESSAGE) from None
+    if person.erased_at is not None:
+        raise ApiError(401, "session_expired", ERASED_MESSAGE)
+    return person
+
+
 async def _current_person(request: web.Request, session: WidgetSession) -> Address:
     """The session's person, if they may still speak: a deactivated person may not; one merged
-    into another since the session began must start a new session (as the other)."""
-    person = await request.app[DATABASE_KEY].people.get(session.person)
+    into another since the session began must start a new session (as the other), and so must
+    one erased (as someone new)."""
+    person = await _not_erased(request, session)
     if person.merged_into is not None:
         raise ApiError(401, "session_expired", "this person was linked to another: start again")
     if not person.active:
@@ -380,6 +412,7 @@ async def history(request: web.Request) -> web.Response:
     beside this one by the merge (`core.model.people`); it pages on with `conversation=`."""
     session = await _session(request)
     params = read_query(request, ["before", "limit", "archived", "conversation"])
+    await _not_erased(request, session)
     before = query_int(params, "before", default=0, low=1) or None
     limit = query_int(params, "limit", default=HISTORY_PAGE, low=1, high=100)
     archived = query_bool(params, "archived")
@@ -631,6 +664,11 @@ async def stream(request: web.Request) -> web.StreamResponse:
         channel.fanout.unsubscribe(subscription)
 
 
+def _erases(event: AnyEvent, viewer: Address) -> bool:
+    """The viewer was erased: their stream sends this and ends."""
+    return isinstance(event, Erased) and event.participant == viewer
+
+
 def _last_event_id(request: web.Request, params: dict[str, str]) -> int | None:
     raw = request.headers.get("Last-Event-ID") or params.get("after")
     if raw is None:
@@ -666,7 +704,9 @@ async def _serve(
         with tracing.delivery("rolecall.widget.stream", event.id, alone=False, attributes=where):
             await response.write(frame)
 
-    async def catch_up(last: int) -> int:
+    async def catch_up(last: int) -> int | None:
+        """Send what the database has after `last`; the seq sent last, or None once the
+        viewer's erasure was sent (the stream ends)."""
         while True:
             page = await database.threads.timeline(
                 thread_id, viewer=state.viewer, after=last, limit=CATCH_UP_PAGE
@@ -675,6 +715,8 @@ async def _serve(
                 state.sees(event)
                 await send(event)
                 last = event.seq
+                if _erases(event, state.viewer):
+                    return None
             if not page.more:
                 return last
 
@@ -683,25 +725,32 @@ async def _serve(
     try:
         # Reconnect a second after a drop (browsers wait about three by default).
         await response.send("{}", event="ready", retry=RECONNECT_MS)
-        last = await catch_up(last)
+        caught = await catch_up(last)
+        if caught is None:
+            return
+        last = caught
         for role in channel.fanout.working(thread_id):
             await response.write(working_frame(role, True))
         while True:
             item = await subscription.next()
             if isinstance(item, Closed):
                 return
-            if isinstance(item, Overflowed):
-                last = await catch_up(last)
-            elif isinstance(item, Working):
+            if isinstance(item, Working):
                 await response.write(working_frame(item.role, item.working))
+                continue
+            if isinstance(item, Overflowed) or item.seq > last + 1:
+                caught = await catch_up(last)  # fell behind, or something fell between
+                if caught is None:
+                    return
+                last = caught
             elif item.seq <= last:
                 continue  # sent already, from the database
-            elif item.seq > last + 1:
-                last = await catch_up(last)  # something fell between: the database knows
             else:
                 last = item.seq
                 if state.sees(item):
                     await send(item)
+                    if _erases(item, state.viewer):
+                        return
     except (ConnectionResetError, RuntimeError):
         return  # the browser went away mid-send
     finally:

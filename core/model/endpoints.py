@@ -26,7 +26,7 @@ or 503 with `Retry-After` is retried after what it asks instead.
 Filters (each one given must match; an empty one matches everything):
 
 - `kinds`: the timeline kinds (`message`, `retraction`, `participant_state_changed`, `system`,
-  `approval_requested`, `approval_resolved`) and `task` (every task event);
+  `approval_requested`, `approval_resolved`, `erased`) and `task` (every task event);
 - `roles`: a timeline event's thread has one of these roles as a member; a task event's task is
   assigned to one (now, or by this very event), or a conversation of one of them watches it;
 - `threads`: a timeline event is in one of these threads; a task event's task is watched by a

@@ -39,6 +39,12 @@ class NotFound(RolecallError):
     code = "not_found"
 
 
+class Gone(NotFound):
+    """The named thing existed and was erased: it will never be found again (HTTP 410)."""
+
+    code = "gone"
+
+
 class NotAllowed(RolecallError):
     """The actor may not do this (HTTP 403)."""
 

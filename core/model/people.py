@@ -55,7 +55,7 @@ from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from typing import Any, Literal
 
-from core.model.errors import Conflict, InvalidInput, NotFound, TooLarge
+from core.model.errors import Conflict, Gone, InvalidInput, NotFound, TooLarge
 from core.model.participants import MAX_NAME_LENGTH, Address, ParticipantSet
 from core.model.timeline import ThreadId, rfc3339
 
@@ -93,6 +93,9 @@ class Person:
     active: bool
     created_at: datetime
     merged_into: str | None = None
+    erased_at: datetime | None = None
+    """When the person was erased (`core.model.erasure`): inactive for good, their slug never
+    anyone's again."""
 
     @property
     def address(self) -> Address:
@@ -100,7 +103,9 @@ class Person:
 
     @property
     def state(self) -> str:
-        """`active`, `deactivated` or `merged` (into `merged_into`)."""
+        """`active`, `deactivated`, `merged` (into `merged_into`) or `erased`."""
+        if self.erased_at is not None:
+            return "erased"
         if self.merged_into is not None:
             return "merged"
         return "active" if self.active else "deactivated"
@@ -115,6 +120,7 @@ class Person:
             "state": self.state,
             "merged_into": self.merged_into,
             "created_at": rfc3339(self.created_at),
+            "erased_at": rfc3339(self.erased_at) if self.erased_at is not None else None,
         }
 
 
@@ -198,8 +204,15 @@ def slug_candidates(base: str) -> Iterator[str]:
         number += 1
 
 
+def check_not_erased(person: Person) -> None:
+    """Nothing changes an erased person again: they are a tombstone."""
+    if person.erased_at is not None:
+        raise Gone(f"{person.address} was erased", code="person_erased")
+
+
 def check_can_link_to(person: Person) -> None:
     """Identities and link codes are only for a person who is active and not merged."""
+    check_not_erased(person)
     if person.merged_into is not None:
         raise Conflict(
             f"{person.address} was merged into person:{person.merged_into}; "
@@ -213,6 +226,7 @@ def check_can_link_to(person: Person) -> None:
 
 
 def check_reactivation(person: Person) -> None:
+    check_not_erased(person)
     if person.merged_into is not None:
         raise Conflict(
             f"{person.address} was merged into person:{person.merged_into} and cannot be "

@@ -6,7 +6,8 @@ RFC 3339, UTC, with microseconds. The kind fields:
 - `message`: `author`, `text`, `context` (`{kind, task?, originating_message?}` or null),
   `retracted`, `channel` (where it was written: `api`, `web`, `slack`…; null for agents),
   `in_reply_to` (for a role's message, the person's message it answers; null for a message on
-  the role's own initiative, and for people's messages)
+  the role's own initiative, and for people's messages), `erased` (true for a tombstone: its
+  `text` is empty and its `context` null, erased with a person)
 - `participant_state_changed`: `participant`, `from_state`, `to_state`
 - `retraction`: `author`, `target` (the message's id), `reason` (or null)
 - `system`: `text`
@@ -16,6 +17,8 @@ RFC 3339, UTC, with microseconds. The kind fields:
 - `approval_resolved`: `target` (the request's id), `outcome` (`answered`, `expired`,
   `cancelled`), `option` (`{id, label, kind}` or null), `by` (who answered, or null), `channel`
   (where they answered, or null)
+- `erased`: `participant` (the person erased), `messages` (how many of the thread's messages
+  became tombstones)
 
 A thread: `{"id", "participants": [{"address", "state"}], "memory_policy": {"thread_only"},
 "created_at"}`, participants in the set's canonical (sorted) order.
@@ -30,6 +33,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     Message,
     Retraction,
     StateChange,
@@ -68,6 +72,7 @@ def event_json(event: AnyEvent) -> JsonObject:
             "retracted": event.retracted,
             "channel": event.channel,
             "in_reply_to": event.in_reply_to,
+            "erased": event.erased,
         }
     common: JsonObject = {
         "id": event.id,
@@ -97,6 +102,9 @@ def event_json(event: AnyEvent) -> JsonObject:
             common["tool"] = event.tool.to_json() if event.tool else None
             common["approvers"] = list(event.approvers)
             common["expires_at"] = rfc3339(event.expires_at)
+        case Erased():
+            common["participant"] = event.participant
+            common["messages"] = event.messages
         case ApprovalResolved():
             common["target"] = event.target
             common["outcome"] = event.outcome.value

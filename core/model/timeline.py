@@ -16,6 +16,10 @@ Kinds:
 - `approval_requested` / `approval_resolved`: a role's run asks the conversation's people before
   it acts, and one answer (or the expiry, or the run letting go) resolves it, exactly once
   (`core.model.approvals`).
+- `erased`: a person of the thread was erased (`core.model.erasure`): their messages there — in
+  a conversation, every message — became tombstones. The one exception to "nothing is edited in
+  place", which the law requires: a tombstone keeps its id, `seq`, `position`, kind, author and
+  time, and loses its text and context (`erased: true`).
 
 The rules for who may post and who may retract live here too, as pure checks over values.
 """
@@ -51,6 +55,7 @@ class EventKind(StrEnum):
     SYSTEM = "system"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_RESOLVED = "approval_resolved"
+    ERASED = "erased"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +104,8 @@ class Message(Event):
     """For a role's message written in a turn that began with people's messages: the latest of
     them, which it answers. None for a message on the role's own initiative (a turn woken only
     by task news), for a message not written in a turn, and for people's messages."""
+    erased: bool = False
+    """A tombstone: its text (empty) and context (None) were erased with a person."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +169,20 @@ class ApprovalResolved(Event):
         )
 
 
-AnyEvent = Message | StateChange | Retraction | SystemNote | ApprovalRequested | ApprovalResolved
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Erased(Event):
+    """A person of the thread was erased: `messages` of the thread's messages became tombstones
+    (every message of theirs before this event; in a conversation, every message before it)."""
+
+    kind: ClassVar[EventKind] = EventKind.ERASED
+
+    participant: Address
+    messages: int
+
+
+AnyEvent = (
+    Message | StateChange | Retraction | SystemNote | ApprovalRequested | ApprovalResolved | Erased
+)
 
 
 # --- validation of what people send ---------------------------------------------------------

@@ -43,6 +43,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     EventId,
     Message,
     Retraction,
@@ -167,6 +168,7 @@ EventType = (
     | type[SystemNote]
     | type[ApprovalRequested]
     | type[ApprovalResolved]
+    | type[Erased]
 )
 
 

@@ -11,6 +11,7 @@
     db.webhooks  # inbound webhook deliveries, each recorded with what it did
     db.housekeeping  # deletes delivery receipts and OAuth states once their time has passed
     db.retention     # removes messages, memory, transcripts, delivery records past retention
+    db.erasure       # erases a person: tombstones, identities, memory, transcripts
     db.leases    # who holds a run or a delivery, and until when (several replicas)
     db.replicas  # the replicas serving this database, their heartbeats, the cluster's facts
     db.budgets   # turns' tool calls, counted wherever they land (several replicas)
@@ -48,6 +49,7 @@ from core.storage.budgets_store import SqlToolBudgets
 from core.storage.bus import CommittedEvents
 from core.storage.endpoints_store import SqlEndpointRepository
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
+from core.storage.erasure_store import SqlErasure
 from core.storage.follow import POLL_EVERY, Follower, Listener, dispatch, read_heads
 from core.storage.housekeeping_store import SqlHousekeeping
 from core.storage.leases_store import SqlLeases
@@ -95,6 +97,7 @@ class Database:
     retention: SqlRetention
     leases: SqlLeases
     replicas: SqlReplicas
+    erasure: SqlErasure
     budgets: SqlToolBudgets
     rates: SqlRateBuckets
     approvals: SqlApprovalRepository
@@ -207,6 +210,7 @@ async def open_database(
         leases=SqlLeases(reads, writer),
         replicas=SqlReplicas(reads, writer),
         budgets=SqlToolBudgets(reads, writer),
+        erasure=SqlErasure(reads, writer),
         rates=SqlRateBuckets(writer),
         approvals=approvals,
         operators=SqlOperatorTokens(reads, writer),

@@ -44,6 +44,7 @@ from core.model.people import (
     check_display_name,
     check_email,
     check_identity_movable,
+    check_not_erased,
     check_reactivation,
     check_redeemable,
     derive_slug,
@@ -97,6 +98,7 @@ def person_from_row(row: Any) -> Person:
         active=row.active,
         created_at=from_micros(row.created_at),
         merged_into=row.merged_into,
+        erased_at=from_micros(row.erased_at) if row.erased_at is not None else None,
     )
 
 
@@ -104,7 +106,7 @@ def _micros(delta: timedelta) -> int:
     return delta // timedelta(microseconds=1)
 
 
-def _locked_person(connection: Reads, slug: str) -> Person:
+def locked_person(connection: Reads, slug: str) -> Person:
     row = connection.execute(_PERSON_FOR_UPDATE, {"slug": slug}).first()
     if row is None:
         raise NotFound(f"no person with slug {slug!r}", code="person_not_found")
@@ -132,7 +134,7 @@ def _insert_person(
     insert = dialect_of(batch.connection).insert(_p).on_conflict_do_nothing(index_elements=["slug"])
     for slug in slugs:
         row: dict[str, Any] = {"slug": slug, "display_name": display_name, "email": email}
-        row |= {"active": True, "created_at": batch.now, "merged_into": None}
+        row |= {"active": True, "created_at": batch.now, "merged_into": None, "erased_at": None}
         if batch.connection.execute(insert, row).rowcount == 1:
             return person_from_row(SimpleNamespace(**row))
     return None
@@ -243,7 +245,8 @@ class UpdatePerson(NoRuns):
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        person = _locked_person(batch.connection, self.slug)
+        person = locked_person(batch.connection, self.slug)
+        check_not_erased(person)
         if self.change.active is True:
             check_reactivation(person)
 
@@ -269,7 +272,7 @@ class AddIdentity(NoRuns):
 
     def check(self, batch: BatchView) -> tuple[Person, bool]:
         """The person, and whether they have the identity already."""
-        person = _locked_person(batch.connection, self.slug)
+        person = locked_person(batch.connection, self.slug)
         check_can_link_to(person)
         owner = _owner(batch.connection, self.identity)
         if owner is not None and owner.slug != self.slug:
@@ -303,7 +306,7 @@ class MintLinkCode(NoRuns):
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        check_can_link_to(_locked_person(batch.connection, self.slug))
+        check_can_link_to(locked_person(batch.connection, self.slug))
 
     def write(self, batch: Batch, plan: None) -> Callable[[], LinkCode]:
         connection = batch.connection
@@ -340,11 +343,11 @@ class RedeemLinkCode(NoRuns):
             used_at=from_micros(code.used_at) if code.used_at is not None else None,
             now=from_micros(batch.now),
         )
-        target = _locked_person(connection, code.person_slug)
+        target = locked_person(connection, code.person_slug)
         check_can_link_to(target)
         owner = _owner(connection, self.identity)
         if owner is not None:
-            owner = _locked_person(connection, owner.slug)
+            owner = locked_person(connection, owner.slug)
             check_identity_movable(owner, target)
         return target, owner
 

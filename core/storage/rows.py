@@ -12,6 +12,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     Message,
     MessageContext,
     Retraction,
@@ -20,6 +21,9 @@ from core.model.timeline import (
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+TOMBSTONE = {"erased": True}
+"""The `detail` of a message whose text and context were erased with a person."""
 
 
 def to_micros(at: datetime) -> int:
@@ -49,6 +53,7 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
             retracted=retracted,
             channel=channel,
             in_reply_to=in_reply_to,
+            erased=bool(detail and detail.get("erased")),
         )
     if kind == "participant_state_changed":
         return StateChange(
@@ -105,6 +110,16 @@ def event_from_row(row: Sequence[Any], *, retracted: bool = False) -> AnyEvent:
             by=author,
             channel=channel,
         )
+    if kind == "erased":
+        return Erased(
+            id=id_,
+            thread_id=thread_id,
+            seq=seq,
+            position=position,
+            at=at,
+            participant=participant,
+            messages=detail["messages"],
+        )
     raise ValueError(f"unknown event kind {kind!r} in the events table")
 
 
@@ -128,8 +143,10 @@ def event_values(event: AnyEvent) -> tuple[Any, ...]:
     common = (event.position, event.id, event.thread_id, event.seq, to_micros(event.at))
     if isinstance(event, Message):
         context = event.context.to_json() if event.context else None
+        erased = TOMBSTONE if event.erased else None
         return (*common, "message", event.author, event.text, context,
-                None, None, None, None, None, event.channel, event.in_reply_to, None)  # fmt: skip
+                None, None, None, None, None, event.channel, event.in_reply_to,
+                erased)  # fmt: skip
     if isinstance(event, StateChange):
         return (*common, "participant_state_changed", None, None, None, event.participant,
                 event.from_state.value, event.to_state.value, None, None, None, None,
@@ -154,5 +171,8 @@ def event_values(event: AnyEvent) -> tuple[Any, ...]:
         }
         return (*common, "approval_resolved", event.by, None, None,
                 None, None, None, event.target, None, event.channel, None, detail)  # fmt: skip
+    if isinstance(event, Erased):
+        return (*common, "erased", None, None, None, event.participant,
+                None, None, None, None, None, None, {"messages": event.messages})  # fmt: skip
     return (*common, "system", None, event.text, None,
             None, None, None, None, None, None, None, None)  # fmt: skip

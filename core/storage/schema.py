@@ -321,6 +321,7 @@ persons = Table(
     Column("active", Boolean, nullable=False, server_default=text("true")),
     Column("created_at", BigInteger, nullable=False),
     Column("merged_into", String(64), ForeignKey("persons.slug")),
+    Column("erased_at", BigInteger),
 )
 # a first contact that joins by email looks the address up case-insensitively
 Index("ix_persons_email_lower", func.lower(persons.c.email))

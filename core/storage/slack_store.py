@@ -18,6 +18,15 @@ With several replicas, a role's delivery is made by the holder of its lease (`Le
 the role's name): the intent to post and the cursor's move name the holder's fence, so a
 replica that lost the lease can neither post (its intent is refused before the post) nor move
 the cursor (`LeaseLost`).
+
+Erasure (`core.model.erasure`): when a person is erased, the delivery deletes in Slack the posts
+it made for the thread (`erasure_of`: in their conversation every post; in a group thread those
+of their messages, now tombstones), then `ForgetSlackThread` removes what is kept here of them —
+the map rows, the intents, and, for a conversation, the DM's binding — so nothing more of the old
+thread reaches the DM. A Slack message a person wrote is forgotten here but stays in Slack (only a
+user token may delete it). An erased person writes nothing more: a delivery naming them as its
+author is refused (`person_erased`), and the inbound handler looks the Slack user up again — a
+new person, in a new conversation.
 """
 
 from __future__ import annotations
@@ -26,11 +35,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, select
+from sqlalchemy import Connection, and_, bindparam, delete, func, select
 
-from core.model.errors import RolecallError
+from core.model.errors import Gone, RolecallError
 from core.model.leases import Fence, LeaseKind
-from core.model.participants import Address
+from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.timeline import AnyEvent, EventId, MessageContext, ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
@@ -51,6 +60,9 @@ _ev, _cv, _m, _cur, _out = (
     schema.slack_cursors,
     schema.slack_outbox,
 )
+_e, _tp, _p = schema.events, schema.thread_participants, schema.persons
+_CHUNK = 500
+"""Ids in one `IN (…)`."""
 
 
 _HEAD = select(schema.stream_positions.c.value).where(
@@ -150,6 +162,22 @@ def _refused_unless_repeat(
     return True
 
 
+def _as_one_not_erased(
+    author: Address, check: Callable[[BatchView], None]
+) -> Callable[[BatchView], None]:
+    """`check`, after refusing an author who was erased (`person_erased`): their address never
+    writes again — the Slack user who wrote is looked up again, and is someone new."""
+
+    def checked(batch: BatchView) -> None:
+        slug = author.partition(":")[2]
+        erased = select(_p.c.slug).where(_p.c.slug == slug, _p.c.erased_at.is_not(None))
+        if batch.connection.execute(erased).first() is not None:
+            raise Gone(f"{author} was erased", code="person_erased")
+        check(batch)
+
+    return checked
+
+
 def _message_at(connection: Reads, role: str, channel_id: str, ts: str) -> EventId | None:
     found = connection.execute(
         select(_m.c.message_id).where(
@@ -210,7 +238,7 @@ class SayFromSlack(NoRuns):
         if edited is not None:
             context = MessageContext(kind=REPLACES, originating_message=edited)
         post = PostMessage(self.thread_id, self.author, self.text, context, CHANNEL)
-        if not _refused_unless_repeat(batch, d, post.check):
+        if not _refused_unless_repeat(batch, d, _as_one_not_erased(self.author, post.check)):
             return _Heard(repeat=True)
         return _Heard(post=post, edited=edited)
 
@@ -265,7 +293,7 @@ class RetractFromSlack(NoRuns):
         if message_id is None:
             return _Heard()  # not a message we know: only the delivery is recorded
         retract = Retract(self.thread_id, message_id, self.author, "deleted in Slack")
-        if not _refused_unless_repeat(batch, d, retract.check):
+        if not _refused_unless_repeat(batch, d, _as_one_not_erased(self.author, retract.check)):
             return _Heard(repeat=True)
         return _Heard(retract=retract)
 
@@ -408,6 +436,44 @@ class BindSlackConversation(NoRuns):
 
 
 @dataclass(frozen=True, slots=True)
+class ForgetSlackThread(NoRuns):
+    """The posts of an erased thread were deleted in Slack (`SlackErasure`): forget the map
+    rows and intents of its messages `message_ids` and, for a conversation (`whole`), every row
+    of the thread's events and the DM's binding to it (a DM bound to another thread since keeps
+    that binding). `fence` as for `IntendToPost`."""
+
+    role: str
+    thread_id: ThreadId
+    message_ids: tuple[EventId, ...]
+    whole: bool
+    fence: Fence | None = None
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        if self.fence is not None:
+            check_fence(batch, LeaseKind.SLACK, self.role, self.fence)
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        connection, role = batch.connection, self.role
+        if self.whole:
+            of_thread = select(_e.c.id).where(_e.c.thread_id == self.thread_id)
+            connection.execute(delete(_m).where(_m.c.role == role, _m.c.message_id.in_(of_thread)))
+            connection.execute(
+                delete(_out).where(_out.c.role == role, _out.c.message_id.in_(of_thread))
+            )
+            connection.execute(
+                delete(_cv).where(_cv.c.role == role, _cv.c.thread_id == self.thread_id)
+            )
+        for start in range(0, len(self.message_ids), _CHUNK):
+            chunk = self.message_ids[start : start + _CHUNK]
+            connection.execute(delete(_m).where(_m.c.role == role, _m.c.message_id.in_(chunk)))
+            connection.execute(
+                delete(_out).where(_out.c.role == role, _out.c.message_id.in_(chunk))
+            )
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
 class AdvanceSlackCursor(NoRuns):
     """The role's delivery went past `position`; `fence` as for `IntendToPost`."""
 
@@ -450,6 +516,121 @@ class SlackPost:
     ts: str
     thread_ts: str | None
     outbound: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedPost:
+    """A post of ours of an erased thread's event, to delete in Slack; `ts` None for one that
+    may have reached Slack without its ts being recorded (an intent): it is looked for first,
+    in the DM's history — or, with `thread_ts`, among that Slack thread's replies."""
+
+    message_id: EventId
+    team_id: str
+    channel_id: str
+    ts: str | None
+    thread_ts: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SlackErasure:
+    """What the Slack channel has to undo for a thread a person was erased from: in their
+    conversation (`whole`: every person of the thread is erased) every post, then the binding;
+    in a group thread the posts of their messages, now tombstones."""
+
+    thread_id: ThreadId
+    whole: bool
+    posts: tuple[ErasedPost, ...]
+    """Ours (outbound), to delete, and the intents."""
+    message_ids: tuple[EventId, ...]
+    """Every message whose rows go: ours and the people's own Slack messages."""
+    bound: bool
+    """A DM of the role is bound to the thread."""
+
+    @property
+    def nothing(self) -> bool:
+        return not (self.posts or self.message_ids or (self.whole and self.bound))
+
+
+def _team_of(role: Any, channel_id: Any) -> Any:
+    """The workspace of a DM, from its binding (to whichever thread it is bound now)."""
+    return (
+        select(_cv.c.team_id)
+        .where(_cv.c.role == role, _cv.c.channel_id == channel_id)
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def erasure_of(connection: Reads, role: str, thread_id: ThreadId) -> SlackErasure:
+    """What the role's delivery has to delete in Slack and forget for an erased thread."""
+    people = [
+        address
+        for address in connection.execute(
+            select(_tp.c.address).where(_tp.c.thread_id == thread_id)
+        ).scalars()
+        if kind_of(Address(address)) is ParticipantKind.PERSON
+    ]
+    slugs = [address.partition(":")[2] for address in people]
+    erased = connection.execute(
+        select(_p.c.slug).where(_p.c.slug.in_(slugs), _p.c.erased_at.is_not(None))
+    ).scalars()
+    whole = bool(people) and len(set(erased)) == len(set(slugs))
+    rows = connection.execute(
+        select(
+            _m.c.message_id,
+            _m.c.channel_id,
+            _m.c.ts,
+            _m.c.outbound,
+            _e.c.detail,
+            _team_of(_m.c.role, _m.c.channel_id).label("team_id"),
+        )
+        .join(_e, _e.c.id == _m.c.message_id)
+        .where(_m.c.role == role, _e.c.thread_id == thread_id)
+        .order_by(_e.c.position)
+    ).all()
+    chosen = [r for r in rows if whole or _tombstone(r.detail)]
+    posts = [
+        ErasedPost(EventId(r.message_id), r.team_id or "", r.channel_id, r.ts)
+        for r in chosen
+        if r.outbound
+    ]
+    replied = _m.alias("replied")
+    intents = connection.execute(
+        select(
+            _out.c.message_id,
+            _out.c.channel_id,
+            _e.c.detail,
+            _team_of(_out.c.role, _out.c.channel_id).label("team_id"),
+            func.coalesce(replied.c.thread_ts, replied.c.ts).label("thread_ts"),
+        )
+        .join(_e, _e.c.id == _out.c.message_id)
+        .outerjoin(
+            replied, and_(replied.c.role == _out.c.role, replied.c.message_id == _e.c.in_reply_to)
+        )
+        .where(_out.c.role == role, _e.c.thread_id == thread_id)
+        .order_by(_e.c.position)
+    ).all()
+    posts += [
+        ErasedPost(EventId(r.message_id), r.team_id or "", r.channel_id, None, r.thread_ts)
+        for r in intents
+        if whole or _tombstone(r.detail)
+    ]
+    bound = connection.execute(
+        select(_cv.c.channel_id).where(_cv.c.role == role, _cv.c.thread_id == thread_id).limit(1)
+    ).first()
+    return SlackErasure(
+        thread_id=thread_id,
+        whole=whole,
+        posts=tuple(posts),
+        message_ids=tuple(EventId(r.message_id) for r in chosen)
+        + tuple(EventId(r.message_id) for r in intents if whole or _tombstone(r.detail)),
+        bound=bound is not None,
+    )
+
+
+def _tombstone(detail: Any) -> bool:
+    """A message erased with a person (`core.storage.rows.TOMBSTONE`)."""
+    return isinstance(detail, dict) and detail.get("erased") is True
 
 
 _POST_OF = select(_m.c.channel_id, _m.c.ts, _m.c.thread_ts, _m.c.outbound).where(
@@ -565,6 +746,19 @@ class SqlSlackRepository:
             return SlackPost(row.channel_id, row.ts, row.thread_ts, row.outbound) if row else None
 
         return await self._reads.transact(read)
+
+    async def erasure_of(self, role: str, thread_id: ThreadId) -> SlackErasure:
+        """What the role's delivery deletes in Slack and forgets for an erased thread."""
+        return await self._reads.transact(lambda c: erasure_of(c, role, thread_id))
+
+    async def forget_thread(
+        self, role: str, erasure: SlackErasure, *, fence: Fence | None = None
+    ) -> None:
+        """The erased thread's posts are deleted in Slack: forget them (`ForgetSlackThread`);
+        `LeaseLost` when `fence` is no longer the lease's."""
+        await self._writer.run(
+            ForgetSlackThread(role, erasure.thread_id, erasure.message_ids, erasure.whole, fence)
+        )
 
     async def delivered(self, event_id: str) -> bool:
         def read(c: Connection) -> bool:

@@ -29,6 +29,7 @@ from core.model.timeline import (
 )
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, ThreadState
+from core.storage.erasure_store import check_resolvable
 from core.storage.ids import new_id
 from core.storage.rows import event_from_row
 
@@ -54,7 +55,7 @@ class ResolveThread(NoRuns):
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
-        pass  # any set of participants has its thread
+        check_resolvable(batch.connection, self.participants)  # any other set has its thread
 
     def write(self, batch: Batch, plan: None) -> Callable[[], tuple[Thread, bool]]:
         t = schema.threads

@@ -219,6 +219,7 @@ def _threads() -> dict[str, Any]:
                     200: answer("the thread existed", ref("Thread")),
                 },
                 failures={
+                    410: "`person_erased`: the set names an erased person",
                     422: "`invalid_participants`, `invalid_address`, `too_few_participants`, "
                     "`too_many_participants`, `unknown_role`",
                 },
@@ -721,6 +722,25 @@ def _people() -> dict[str, Any]:
                 answers={200: answer("the person", ref("PersonProfile"))},
                 failures={404: "`person_not_found`"},
             ),
+            delete=operation(
+                "erase_person",
+                "Erase a person: their content, memory, identities and platform copies",
+                tag=tag,
+                parameters=[
+                    query(
+                        "erase",
+                        enum(["true"]),
+                        "`true` to erase: without it, nothing is erased and the error lists "
+                        "what would be",
+                    )
+                ],
+                answers={200: answer("the erased person, and what went", ref("ErasedPerson"))},
+                failures={
+                    404: "`person_not_found`",
+                    409: "`person_merged` (erase the person they were merged into)",
+                    422: "`erase_not_confirmed` (its message lists what would go)",
+                },
+            ),
             patch=operation(
                 "update_person",
                 "Change, deactivate or reactivate a person",
@@ -738,8 +758,19 @@ def _people() -> dict[str, Any]:
                 failures={
                     404: "`person_not_found`",
                     409: "`person_merged`",
+                    410: "`person_erased`",
                     422: "`invalid_active`, `invalid_display_name`, `invalid_email`",
                 },
+            ),
+        ),
+        "/api/v1/persons/{slug}/erasure": path(
+            _PERSON,
+            get=operation(
+                "erasure_plan",
+                "What erasing a person would remove",
+                tag=tag,
+                answers={200: answer("counts of what would go", ref("ErasurePlan"))},
+                failures={404: "`person_not_found`", 409: "`person_merged`"},
             ),
         ),
         "/api/v1/persons/{slug}/identities": path(
@@ -756,6 +787,7 @@ def _people() -> dict[str, Any]:
                 failures={
                     404: "`person_not_found`",
                     409: "`identity_taken`, `person_deactivated`, `person_merged`",
+                    410: "`person_erased`",
                     422: "`invalid_identity`",
                 },
             ),
@@ -782,6 +814,7 @@ def _people() -> dict[str, Any]:
                 failures={
                     404: "`person_not_found`",
                     409: "`person_deactivated`, `person_merged`",
+                    410: "`person_erased`",
                     422: "`invalid_ttl`",
                 },
             ),

@@ -158,6 +158,7 @@ _THREADS: dict[str, Schema] = {
         retracted=BOOLEAN,
         channel=described(nullable(STRING), "where it was written (`api`, `web`, `slack`…)"),
         in_reply_to=described(nullable(ID), "for a role's reply: the message it answers"),
+        erased=described(BOOLEAN, "a tombstone: text and context erased with a person"),
     ),
     "StateChange": _event(
         EventKind.PARTICIPANT_STATE_CHANGED,
@@ -195,6 +196,12 @@ _THREADS: dict[str, Schema] = {
         by=described(nullable(ADDRESS), "who answered"),
         channel=described(nullable(STRING), "where they answered"),
     ),
+    "Erased": _event(
+        EventKind.ERASED,
+        "a person of the thread was erased: their messages (in a conversation, all) are tombstones",
+        participant=described(ADDRESS, "the person erased"),
+        messages=described(INTEGER, "how many of the thread's messages became tombstones"),
+    ),
     "Event": {
         "oneOf": [
             ref("Message"),
@@ -203,6 +210,7 @@ _THREADS: dict[str, Schema] = {
             ref("SystemNote"),
             ref("ApprovalRequested"),
             ref("ApprovalResolved"),
+            ref("Erased"),
         ],
         "description": "a timeline event, by `kind`",
     },
@@ -420,9 +428,21 @@ _PERSON = obj(
         "display_name": STRING,
         "email": nullable(STRING),
         "active": BOOLEAN,
-        "state": enum(["active", "deactivated", "merged"]),
+        "state": enum(["active", "deactivated", "merged", "erased"]),
         "merged_into": nullable(SLUG),
         "created_at": TIME,
+        "erased_at": described(nullable(TIME), "when the person was erased"),
+    }
+)
+_ERASURE = obj(
+    {
+        "threads": INTEGER,
+        "messages": described(INTEGER, "that become tombstones"),
+        "memory_entries": INTEGER,
+        "turns": described(INTEGER, "transcripts that lose their prompt and steps"),
+        "slack_posts": described(INTEGER, "the gateway's posts in Slack, deleted"),
+        "identities": INTEGER,
+        "link_codes": INTEGER,
     }
 )
 
@@ -432,6 +452,13 @@ _PEOPLE: dict[str, Schema] = {
         _PERSON, identities=array(obj({"identity": STRING, "linked_at": TIME}))
     ),
     "PersonPage": obj({"persons": array(ref("Person")), "next": nullable(SLUG)}),
+    "Erasure": _ERASURE,
+    "ErasurePlan": obj({"person": ADDRESS, "erases": ref("Erasure")}),
+    "ErasedPerson": extended(
+        _PERSON,
+        identities=array(obj({"identity": STRING, "linked_at": TIME})),
+        erased=ref("Erasure"),
+    ),
     "LinkCode": obj(
         {"code": described(STRING, "shown only here"), "person": SLUG, "expires_at": TIME}
     ),
@@ -562,7 +589,17 @@ _WIDGET: dict[str, Schema] = {
             "mine": BOOLEAN,
             "text": STRING,
             "retracted": BOOLEAN,
+            "erased": described(BOOLEAN, "a tombstone: its text erased with a person"),
             "channel": nullable(STRING),
+        }
+    ),
+    "WidgetErased": obj(
+        {
+            **_WIDGET_EVENT_FIELDS,
+            "kind": const("erased"),
+            "participant": ADDRESS,
+            "mine": described(BOOLEAN, "the viewer was erased: the session has ended"),
+            "messages": INTEGER,
         }
     ),
     "WidgetRetraction": obj(
@@ -612,6 +649,7 @@ _WIDGET: dict[str, Schema] = {
             ref("WidgetNote"),
             ref("WidgetApprovalRequested"),
             ref("WidgetApprovalResolved"),
+            ref("WidgetErased"),
         ],
         "description": "an event as the widget shows it, by `kind`",
     },

@@ -7,11 +7,18 @@
     POST  /api/v1/persons/{slug}/identities      link an identity: {identity}
     POST  /api/v1/persons/{slug}/link-codes      a one-time link code: {ttl_seconds?}
     POST  /api/v1/link-codes/redeem              link an identity with a code: {code, identity}
+    GET   /api/v1/persons/{slug}/erasure         what erasing the person would remove
+    DELETE /api/v1/persons/{slug}?erase=true     erase the person (docs/privacy.md)
 
 The rules (identities, link codes, merging one person into another) are `core.model.people`'s; a
 redemption that leaves a person without identities merges them, re-addressing their threads.
 Each route that changes something is audited (`gateway.api.audit`): a redemption that merged
 someone as `person.merge`, any other as `person.link`.
+
+Erasing (`core.model.erasure`) asks for `?erase=true`: without it the answer is 422
+`erase_not_confirmed`, its message listing what would go. Before the erasure, the turns running
+in the person's threads are stopped, so none answers after it; after it, each conversation run
+of those threads starts fresh, so no agent session keeps what was said.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from aiohttp import web
 
 from channels.edge.requests import (
     DATABASE_KEY,
+    HOST_KEY,
+    ROLES_KEY,
     created,
     field,
     named,
@@ -29,6 +38,7 @@ from channels.edge.requests import (
     read_object,
     read_query,
 )
+from core.model.erasure import Erasure
 from core.model.errors import InvalidInput, NotFound, RolecallError
 from core.model.people import (
     KEEP,
@@ -42,6 +52,7 @@ from core.model.people import (
     parse_identity,
     parse_slug,
 )
+from core.model.runs import RunKind
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 from gateway.api.audit import audited, note
 
@@ -181,3 +192,48 @@ async def redeem_link_code(request: web.Request) -> web.Response:
             request, "person.link", slug=person.slug, identity=str(identity), moved_from=moved_from
         )
     return web.json_response(profile_json(*await people.profile(person.slug)))
+
+
+@routes.get("/api/v1/persons/{slug}/erasure")
+async def erasure_plan(request: web.Request) -> web.Response:
+    read_query(request, [])
+    slug = _slug(request)
+    planned = await request.app[DATABASE_KEY].erasure.plan(slug)
+    return web.json_response({"person": f"person:{slug}", "erases": planned.to_json()})
+
+
+@routes.delete("/api/v1/persons/{slug}")
+@audited("person.erase")
+async def erase_person(request: web.Request) -> web.Response:
+    params = read_query(request, ["erase"])
+    slug = _slug(request)
+    database = request.app[DATABASE_KEY]
+    if params.get("erase") != "true":
+        planned = await database.erasure.plan(slug)
+        raise InvalidInput(
+            f"erasing person:{slug} removes {planned.describe()}, for good; "
+            "to erase them, add ?erase=true",
+            code="erase_not_confirmed",
+        )
+    went = await _erase(request, slug)
+    note(request, slug=slug, erased=went.to_json())
+    person, identities = await database.people.profile(slug)
+    return web.json_response({**profile_json(person, identities), "erased": went.to_json()})
+
+
+async def _erase(request: web.Request, slug: str) -> Erasure:
+    """Stop the turns running in the person's threads, erase, then start each conversation run
+    there fresh: no turn answers after the erasure, no agent session keeps what was said."""
+    database, host = request.app[DATABASE_KEY], request.app[HOST_KEY]
+    runs = [
+        run
+        for t in await database.erasure.threads_of(slug)
+        for run in await database.runs.of_thread(t)
+    ]
+    for run in runs:
+        await host.cancel(run.id)
+    went = await database.erasure.erase(slug)
+    for run in runs:
+        if run.kind is RunKind.CONVERSATION and run.role in request.app[ROLES_KEY]:
+            await host.start_fresh(run.id)
+    return went

@@ -240,6 +240,15 @@ class GatewayClient:
         body = {"code": code, "identity": identity}
         return self.request("POST", "/link-codes/redeem", body=body).data
 
+    def erasure_plan(self, slug: str) -> JSON:
+        """What erasing the person would remove: `{person, erases: {threads, messages, …}}`."""
+        return self.request("GET", f"/persons/{_segment(slug)}/erasure").data
+
+    def erase_person(self, slug: str) -> JSON:
+        """Erase the person (docs/privacy.md); the tombstone left, with `erased`: what went."""
+        path = f"/persons/{_segment(slug)}"
+        return self.request("DELETE", path, query={"erase": "true"}).data
+
     # -- transport -----------------------------------------------------------------------------
 
     def request(

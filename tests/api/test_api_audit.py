@@ -235,6 +235,8 @@ async def _people(call: Operator) -> None:
                         {"code": call.reply.body["code"], "identity": "web:default:cy"},
                         action="person.merge")  # fmt: skip
     assert merged == {"slug": "cy", "into": "bea", "identity": "web:default:cy"}
+    erased = await call("DELETE", "/api/v1/persons/bea?erase=true", action="person.erase")
+    assert erased["slug"] == "bea" and erased["erased"]["identities"] == 2
 
 
 async def _endpoints(call: Operator) -> None:

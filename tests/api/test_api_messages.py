@@ -27,13 +27,14 @@ async def test_posting_a_message_returns_201_with_the_whole_event(api: Api, thre
     event = reply.body
     assert set(event) == {
         "id", "thread_id", "seq", "position", "at", "kind",
-        "author", "text", "context", "retracted", "channel", "in_reply_to",
+        "author", "text", "context", "retracted", "channel", "in_reply_to", "erased",
     }  # fmt: skip
     assert event["thread_id"] == thread_id
     assert (event["kind"], event["author"], event["text"]) == ("message", ALICE, "hello")
     assert (event["seq"], event["context"], event["retracted"]) == (1, None, False)
     assert event["channel"] == "api"  # written through the API unless it says otherwise
     assert event["in_reply_to"] is None  # a person's message answers no turn
+    assert event["erased"] is False  # (true only for a tombstone: erased with a person)
     assert event["position"] >= 1
     assert RFC3339_MICROS.fullmatch(event["at"])
 

@@ -455,6 +455,14 @@ async def _people(call: Scenario) -> None:
     code = await call("POST", "/api/v1/persons/bea-lee/link-codes", status=201)
     await call("POST", "/api/v1/link-codes/redeem",
                {"code": code["code"], "identity": "slack:t1:u1"}, status=200)  # fmt: skip
+    await call("POST", "/api/v1/threads", {"participants": ["person:bea-lee", "role:echo"]},
+               status=201)  # fmt: skip
+    await call("GET", "/api/v1/persons/bea-lee/erasure", status=200)
+    await call("DELETE", "/api/v1/persons/bea-lee", status=422)  # not confirmed: nothing goes
+    await call("DELETE", "/api/v1/persons/bea-lee?erase=true", status=200)
+    await call("PATCH", "/api/v1/persons/bea-lee", {"active": True}, status=410)
+    await call("POST", "/api/v1/threads", {"participants": ["person:bea-lee", "role:echo"]},
+               status=410)  # fmt: skip
 
 
 async def _endpoints(call: Scenario) -> None:

@@ -115,3 +115,34 @@ def test_failures_are_one_line(cli: Cli, slug: str) -> None:
     assert unknown.error_line.startswith("rolecall: link_code_unknown: ")
     usage = cli("person", "link-code", slug, "--ttl", "0")
     assert usage.returncode == 2 and "must be at least 1" in usage.stderr
+
+
+def test_erase_lists_what_goes_and_asks_before_it_erases(cli: Cli, slug: str) -> None:
+    made = cli("person", "create", "Ann", "--slug", slug, "--email", "a@example.com")
+    assert made.returncode == 0, made.stderr
+    assert cli("person", "identity-add", slug, f"web:example.com:{slug}").returncode == 0
+    thread = cli("thread", "resolve", f"person:{slug}", f"person:{slug}-friend", "--json").json()
+    said = cli("thread", "send", thread["id"], "--as", f"person:{slug}", "my locker is 42")
+    assert said.returncode == 0, said.stderr
+
+    unconfirmed = cli("person", "erase", slug)  # no terminal to ask in, no --yes: nothing goes
+    assert unconfirmed.returncode == 1
+    assert unconfirmed.stdout.startswith(f"Erasing person:{slug} removes, for good: ")
+    assert "1 thread, 1 message, " in unconfirmed.stdout and "1 identity" in unconfirmed.stdout
+    assert unconfirmed.stderr.strip() == (
+        f"rolecall: not erased: confirm with --yes (or run it in a terminal) to erase person:{slug}"
+    )
+    assert cli("person", "show", slug, "--json").json()["state"] == "active"
+
+    erased = cli("person", "erase", slug, "--yes")
+    assert erased.returncode == 0, erased.stderr
+    first, second = erased.stdout.splitlines()
+    assert first.startswith(f"Erasing person:{slug} removes, for good: ")
+    assert second.startswith(f"person:{slug} erased: ") and "1 identity" in second
+    shown = cli("person", "show", slug, "--json").json()
+    assert (shown["state"], shown["email"], shown["identities"]) == ("erased", None, [])
+    again = cli("person", "activate", slug)
+    assert again.error_line == f"rolecall: person_erased: person:{slug} was erased"
+    timeline = cli("thread", "timeline", thread["id"], "--json").json()
+    [message] = [e for e in timeline["events"] if e["kind"] == "message"]
+    assert (message["text"], message["erased"]) == ("", True)

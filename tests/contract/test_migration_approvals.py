@@ -1,5 +1,6 @@
-"""Schema 0020 on an older database: an outbound endpoint that wanted every kind of event there
-was wants the approval events too; one that picked its kinds keeps its pick."""
+"""Schemas 0020 and 0022 on an older database: an outbound endpoint that wanted every kind of
+event there was wants the approval events (0020) and the erasures (0022) too; one that picked
+its kinds keeps its pick."""
 
 from __future__ import annotations
 
@@ -40,5 +41,6 @@ def test_endpoints_that_wanted_every_kind_want_the_approval_kinds(tmp_path: Path
         *EVERY_KIND_BEFORE,
         "approval_requested",
         "approval_resolved",
+        "erased",
     ]
     assert json.loads(stored["some"]) == ["message"]

@@ -92,7 +92,7 @@ async def _query(url: str, sql: str) -> list[tuple[object, ...]]:
 async def test_0021_keeps_what_was_there_and_adds_empty_tokens_and_trail(empty_url: str) -> None:
     await _run(empty_url, _at_0020_with_data)
 
-    assert await upgrade_schema(empty_url) == "0021"
+    assert await upgrade_schema(empty_url) == "0022"  # (0022 adds `persons.erased_at`)
 
     counters = await _query(empty_url, "SELECT stream, value FROM stream_positions")
     assert {str(row[0]): row[1] for row in counters} == {"events": 41, "task_events": 0, "audit": 0}
@@ -103,7 +103,8 @@ async def test_0021_keeps_what_was_there_and_adds_empty_tokens_and_trail(empty_u
     try:
         thread = await db.threads.get(ThreadId(THREAD))
         assert [str(a) for a, _ in thread.participants] == ["person:ann", "role:echo"]
-        assert (await db.people.get("ann")).display_name == "Ann"
+        ann = await db.people.get("ann")
+        assert (ann.display_name, ann.state, ann.erased_at) == ("Ann", "active", None)
         await db.operators.configure_default("configured-operator-token-0123456789")
         record = await db.audit.record(Action(actor="default", client="", action="run.cancel"))
         assert record.position == 1

@@ -77,6 +77,11 @@ def test_another_roles_message_or_a_retracted_message_wakes_nothing() -> None:
     assert not plan_turn([other, taken_back], role=ROLE, cursor=2).wakes
 
 
+def test_a_message_erased_before_the_run_read_it_wakes_nothing() -> None:
+    tombstone = Message(**_common(3), author=ANN, text="", erased=True)
+    assert not plan_turn([tombstone], role=ROLE, cursor=2).wakes
+
+
 def test_a_turn_that_began_with_a_message_always_ends_in_a_reply_or_a_notice() -> None:
     replied = end_of_turn(TurnCause.MESSAGE, ["hi", "  "], display_name="Echo")
     assert replied.messages == ["hi"] and replied.notice is None

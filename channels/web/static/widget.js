@@ -63,6 +63,15 @@
  * the gateway's words on the card; the outcome follows on the stream. A resolution that comes
  * before its card (history pages back, newest first) waits for it in `resolutions`.
  *
+ * Erasure: when the person is erased (docs/privacy.md), the stream sends `erased` and ends, and
+ * every call of the session answers 401 session_expired saying "this conversation was erased".
+ * Either way the panel clears what it showed of the conversation (messages, unsent ones), says
+ * "This conversation was erased." and starts a new session: the gateway erased the visitor (or
+ * signed-in) identity with the person, so the same browser is someone new there, in a new, empty
+ * conversation. The call that was refused is not made again (a message being sent stays in the
+ * composer). Someone else's erasure in a group conversation turns their messages into "This
+ * message was erased"; a message that comes as a tombstone (`erased: true`) shows so too.
+ *
  * A page whose origin its site does not allow is told so (403 origin_not_allowed, which the
  * gateway makes readable across origins): the console says what the operator should do, the
  * visitor reads that the chat is not available here, and nothing is retried.
@@ -80,6 +89,7 @@
   const CHANNEL_NAMES = { api: "API", slack: "Slack", email: "email" };
   const NOT_ALLOWED_HERE = "This chat is not available on this site.";
   const NOT_SENT = "Your message was not sent. Retry it when the chat is back.";
+  const ERASED = "This conversation was erased.";
 
   // document.currentScript is only set while this file first runs, so read it now.
   const script = document.currentScript || findOwnScript();
@@ -182,9 +192,21 @@
       return await request(method, path, { body, token: state.session.session_token });
     } catch (error) {
       if (error.code !== "session_expired") throw error;
+      if (wasErased(error)) {
+        await conversationErased(); // what was asked belonged to the erased conversation
+        throw error;
+      }
       await openSession();
       return request(method, path, { body, token: state.session.session_token });
     }
+  }
+
+  /** The gateway ended the session because the person was erased (docs/widget.md). */
+  function wasErased(error) {
+    return (
+      error.code === "session_expired" &&
+      /^this conversation was erased/i.test(String(error.message || ""))
+    );
   }
 
   // --- who the person is -------------------------------------------------------------------------
@@ -288,6 +310,7 @@
     pageTitle: null, // the host page's title, while the unread count is shown in front of it
     titleShown: null, // the title as we set it
     refusalLogged: false, // the console was told this page's origin is not allowed
+    erasing: null, // the promise of starting over after an erasure
   };
 
   // --- the panel ---------------------------------------------------------------------------------
@@ -369,13 +392,14 @@
     earlier.textContent = "Show earlier";
     const list = el("ol", { class: "messages" });
     const unsent = el("ol", { class: "messages unsent-list" });
+    const erased = el("p", { class: "erased-notice", hidden: true }, ERASED);
     const welcome = el("div", { class: "welcome", hidden: true });
     const welcomeAvatar = el("span", { class: "avatar large", "aria-hidden": "true" });
     const welcomeName = el("p", { class: "welcome-name" });
     const greeting = el("div", { class: "greeting text" });
     const suggestions = el("ul", { class: "suggestions", "aria-label": "Suggested messages" });
     welcome.append(welcomeAvatar, welcomeName, greeting, suggestions);
-    log.append(earlier, welcome, list, unsent);
+    log.append(earlier, erased, welcome, list, unsent);
 
     const working = el("p", { class: "working", "aria-hidden": "true", hidden: true });
     const error = el("p", { class: "error", id: "rolecall-error", hidden: true });
@@ -416,6 +440,7 @@
       earlier,
       list,
       unsent,
+      erased,
       welcome,
       welcomeAvatar,
       welcomeName,
@@ -612,7 +637,7 @@
 
   function countUnread(event) {
     const asks = event.kind === "message" || event.kind === "approval_requested";
-    if (isOpen() || !asks || event.mine || event.retracted) return;
+    if (isOpen() || !asks || event.mine || event.retracted || event.erased) return;
     state.unread += 1;
     showUnread();
   }
@@ -1141,7 +1166,8 @@
     const text = el("div", { class: "text" });
     renderMarkdown(String(event.text || ""), text);
     item.append(meta, text);
-    if (event.retracted || state.retracted.has(event.id)) markRetracted(item);
+    if (event.erased) markErased(item);
+    else if (event.retracted || state.retracted.has(event.id)) markRetracted(item);
     return item;
   }
 
@@ -1435,6 +1461,46 @@
     item.querySelector(".text").textContent = "This message was retracted";
   }
 
+  function markErased(item) {
+    if (item.dataset.erased === "true") return;
+    item.dataset.erased = "true";
+    item.querySelector(".text").textContent = "This message was erased";
+  }
+
+  /** Someone else in the conversation was erased: what they said shows as erased. */
+  function eraseMessagesOf(participant) {
+    for (const item of state.messages.values()) {
+      if (item.dataset.author === participant) markErased(item);
+    }
+  }
+
+  /**
+   * This person was erased: forget everything shown of the conversation, say so, and start
+   * again as someone new (a new session: the gateway has no identity of this browser any more).
+   */
+  function conversationErased() {
+    if (state.erasing) return state.erasing;
+    closeStream();
+    clearTimeout(state.reconnectTimer);
+    setWorking(false);
+    ui.list.replaceChildren();
+    for (const item of Array.from(state.unsent.keys())) dropUnsent(item);
+    Object.assign(state, freshView());
+    state.session = null;
+    state.unread = 0;
+    showUnread();
+    ui.earlier.hidden = true;
+    updateWelcome();
+    clearError();
+    ui.erased.hidden = false;
+    setStatus(ERASED);
+    state.started = false;
+    state.erasing = start().finally(() => {
+      state.erasing = null;
+    });
+    return state.erasing;
+  }
+
   function retract(messageId) {
     const item = state.messages.get(messageId);
     if (item) markRetracted(item);
@@ -1486,11 +1552,20 @@
       resolveApproval(event);
       return true;
     }
+    if (event.kind === "erased") {
+      if (event.mine && rank === 0) {
+        conversationErased();
+        return false;
+      }
+      eraseMessagesOf(event.participant);
+      return true;
+    }
     let item = null;
     if (event.kind === "message") {
       item = renderMessage(event);
       state.messages.set(event.id, item);
       if (event.mine && rank === 0) arrived(event);
+      if (rank === 0) ui.erased.hidden = true; // the new conversation has begun
     } else if (event.kind === "system") {
       item = renderNotice(event);
     } else if (event.kind === "approval_requested") {
@@ -1753,6 +1828,7 @@
   }
 
   function showError(error, text = describe(error)) {
+    if (wasErased(error)) return; // the panel says so already, in its own words
     if (error.code === "origin_not_allowed" && !state.refusalLogged) {
       state.refusalLogged = true; // the operator's part, said once; the visitor reads `text`
       console.error(
@@ -2086,7 +2162,7 @@
 
   /** A new message shown: the page's message listeners hear of it. */
   function told(event) {
-    if (event.kind !== "message") return;
+    if (event.kind !== "message" || event.erased) return;
     const { id, author, author_name: authorName, mine, text, at } = event;
     emit("message", { id, author, author_name: authorName, mine, text, at });
   }
@@ -2381,7 +2457,13 @@ button, textarea, input { font: inherit; color: inherit; }
 .text pre code { padding: 0; background: none; }
 .text blockquote { padding-left: 10px; border-left: 3px solid #a9adbb; color: #51545f; }
 .text a { color: var(--accent-strong); text-decoration: underline; }
-.message[data-retracted="true"] .text { font-style: italic; color: #62656f; }
+.message[data-retracted="true"] .text, .message[data-erased="true"] .text {
+  font-style: italic; color: #62656f;
+}
+.erased-notice {
+  width: fit-content; margin: 0 auto 8px; padding: 4px 12px; border-radius: 999px;
+  font-size: 13px; color: #51545f; background: #eceef4; text-align: center;
+}
 .unsent-list:empty { display: none; }
 .unsent-list { margin-top: 8px; }
 .message.unsent { border-style: dashed; border-color: #b3261e; }
@@ -2479,7 +2561,10 @@ ${darkRules(':host([data-theme="auto"])')}
     background: #2b2d35; border-color: #3a3d48; color: #eceef4;
   }
   .message.mine { background: #2c3a73; border-color: #3d4c8c; }
-  .meta, .message[data-retracted="true"] .text { color: #b4b7c2; }
+  .meta, .message[data-retracted="true"] .text, .message[data-erased="true"] .text {
+    color: #b4b7c2;
+  }
+  .erased-notice { background: #2b2d35; color: #c9ccd6; }
   .author { color: #eceef4; }
   .notice { background: #2b2d35; color: #c9ccd6; }
   .day { color: #b4b7c2; }

@@ -79,10 +79,13 @@ def _own(event: AnyEvent, role: Address) -> bool:
 
 
 def _wakes(event: AnyEvent) -> bool:
+    """A person's message wakes the run — unless retracted, or erased before the run read it
+    (a person erased while their message waited is answered by nobody)."""
     return (
         isinstance(event, Message)
         and kind_of(event.author) is ParticipantKind.PERSON
         and not event.retracted
+        and not event.erased
     )
 
 

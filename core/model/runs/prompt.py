@@ -16,6 +16,7 @@ from core.model.timeline import (
     AnyEvent,
     ApprovalRequested,
     ApprovalResolved,
+    Erased,
     EventId,
     Message,
     Retraction,
@@ -39,6 +40,8 @@ class PromptEvent:
     participant: str | None = None
     state: str | None = None
     target_seq: int | None = None
+    erased: bool = False
+    """A message whose text was erased with a person (a tombstone: no text)."""
 
     @classmethod
     def of(cls, event: AnyEvent, *, seq_of: Mapping[EventId, int] | None = None) -> PromptEvent:
@@ -50,8 +53,9 @@ class PromptEvent:
                 seq=seq,
                 at=at,
                 author=event.author,
-                text=event.text,
+                text=None if event.erased else event.text,
                 retracted=event.retracted,
+                erased=event.erased,
             )
         if isinstance(event, StateChange):
             return cls(
@@ -86,6 +90,8 @@ class PromptEvent:
                 text=resolution.says(),
                 target_seq=(seq_of or {}).get(event.target),
             )
+        if isinstance(event, Erased):
+            return cls(kind=kind, id=id_, seq=seq, at=at, participant=event.participant)
         assert isinstance(event, SystemNote)
         return cls(kind=kind, id=id_, seq=seq, at=at, text=event.text)
 
@@ -102,6 +108,8 @@ class PromptEvent:
                 out[name] = value
         if self.retracted:
             out["retracted"] = True
+        if self.erased:
+            out["erased"] = True
         return out
 
 

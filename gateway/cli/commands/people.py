@@ -7,18 +7,25 @@
     rolecall person identity-add SLUG IDENTITY
     rolecall person link-code SLUG [--ttl SECONDS]
     rolecall person redeem CODE IDENTITY
+    rolecall person erase SLUG [--yes]
 
 A deactivated person's runs lose their tools at once (and regain them when activated). A link
 code is shown once; redeeming it links the identity to the code's person, merging what it had.
+Erasing (docs/privacy.md) first lists what will go and asks for the slug to be typed again
+(`--yes` confirms beforehand, for scripts); it cannot be undone.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import fields
 from functools import partial
 from typing import Any
 
+from core.model.erasure import Erasure
 from gateway.cli._shared import (
+    Failure,
     command_group,
     count,
     gateway_client,
@@ -75,6 +82,10 @@ def add_commands(commands: Any) -> None:
     sub.add_argument(
         "identity", metavar="IDENTITY", help="web:<site>:<user> or slack:<team>:<user>"
     )
+
+    sub = add("erase", person_erase_command, "erase a person for good (lists what goes first)")
+    sub.add_argument("slug", metavar="SLUG", help=SLUG_HELP)
+    sub.add_argument("--yes", action="store_true", help="confirm without being asked")
 
 
 # -- the commands ----------------------------------------------------------------------------------
@@ -133,6 +144,35 @@ def person_link_code_command(args: argparse.Namespace) -> int:
 def person_redeem_command(args: argparse.Namespace) -> int:
     person = gateway_client(args).redeem_link_code(args.code, args.identity)
     return output(args, person, lambda p: _print_person(p, note=f"now has {args.identity}"))
+
+
+def person_erase_command(args: argparse.Namespace) -> int:
+    client = gateway_client(args)
+    plan = client.erasure_plan(args.slug)
+    person = str(plan.get("person", args.slug))
+    if not args.json:
+        print(f"Erasing {person} removes, for good: {_described(plan.get('erases'))}.")
+    if not args.yes:
+        _confirm(person)
+    erased = client.erase_person(args.slug)
+    return output(args, erased, lambda e: print(f"{person} erased: {_described(e.get('erased'))}."))
+
+
+def _confirm(person: str) -> None:
+    """Ask for the slug again; a script (no terminal) must say `--yes`."""
+    slug = person.removeprefix("person:")
+    if not sys.stdin.isatty():
+        raise Failure(f"not erased: confirm with --yes (or run it in a terminal) to erase {person}")
+    typed = input(f"Type {slug!r} to erase them: ").strip()
+    if typed not in (slug, person):
+        raise Failure(f"not erased: {typed!r} is not {slug!r}")
+
+
+def _described(counts: object) -> str:
+    if not isinstance(counts, dict):
+        return "nothing the gateway named"
+    known = {f.name for f in fields(Erasure)}
+    return Erasure(**{k: int(v) for k, v in counts.items() if k in known}).describe()
 
 
 # -- output ----------------------------------------------------------------------------------------
