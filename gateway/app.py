@@ -79,16 +79,18 @@ from core.storage.database import upgrade_schema
 from core.storage.engine import is_sqlite
 from core.storage.errors import RETRY_AFTER_SECONDS, StorageUnavailable
 from core.storage.slot_locks import PgTurnSlots
-from gateway import malformed, tracing
+from gateway import console, malformed, tracing
 from gateway.api import approvals as approval_routes
 from gateway.api import audit as audit_routes
 from gateway.api import endpoints as endpoint_routes
 from gateway.api import events as event_routes
 from gateway.api import memory as memory_routes
 from gateway.api import openapi as openapi_routes
+from gateway.api import overview as overview_routes
 from gateway.api import persons as person_routes
 from gateway.api import replicas as replica_routes
 from gateway.api import runs as run_routes
+from gateway.api import search as search_routes
 from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
 from gateway.api import threads as thread_routes
@@ -213,6 +215,9 @@ def build_app(
     app.add_routes(token_routes.routes)
     app.add_routes(audit_routes.routes)
     app.add_routes(openapi_routes.routes)
+    app.add_routes(overview_routes.routes)
+    app.add_routes(search_routes.routes)
+    console.add_routes(app, settings)  # /console: pages over this API (gateway.console)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(
         app, at_start=any(runtimes.for_role(r).wants_tools for r in known.values())

@@ -19,6 +19,7 @@
     db.approvals # what agents ask people before they act, answered exactly once
     db.operators # named operator tokens (only their digests), made, listed, revoked
     db.audit     # the audit trail of operator actions, in commit order
+    db.console   # the operator console's sessions, the overview's counts, finding people
     await db.close()
 
 The schema must be current (`upgrade_schema`). After each commit the writer hands the appended
@@ -47,6 +48,7 @@ from core.storage.approvals_store import SqlApprovalRepository
 from core.storage.audit_store import SqlAuditTrail
 from core.storage.budgets_store import SqlToolBudgets
 from core.storage.bus import CommittedEvents
+from core.storage.console_store import SqlConsole
 from core.storage.endpoints_store import SqlEndpointRepository
 from core.storage.engine import create_engine, create_sqlite_sync_engine, is_sqlite
 from core.storage.erasure_store import SqlErasure
@@ -95,14 +97,15 @@ class Database:
     webhooks: SqlWebhookRepository
     housekeeping: SqlHousekeeping
     retention: SqlRetention
+    erasure: SqlErasure
     leases: SqlLeases
     replicas: SqlReplicas
-    erasure: SqlErasure
     budgets: SqlToolBudgets
     rates: SqlRateBuckets
     approvals: SqlApprovalRepository
     operators: SqlOperatorTokens
     audit: SqlAuditTrail
+    console: SqlConsole
     bus: CommittedEvents
     _writer: Writer
     _writes: Transactor
@@ -207,14 +210,15 @@ async def open_database(
         webhooks=SqlWebhookRepository(reads, writer),
         housekeeping=SqlHousekeeping(writer),
         retention=SqlRetention(writer),
+        erasure=SqlErasure(reads, writer),
         leases=SqlLeases(reads, writer),
         replicas=SqlReplicas(reads, writer),
         budgets=SqlToolBudgets(reads, writer),
-        erasure=SqlErasure(reads, writer),
         rates=SqlRateBuckets(writer),
         approvals=approvals,
         operators=SqlOperatorTokens(reads, writer),
         audit=SqlAuditTrail(reads, writer),
+        console=SqlConsole(reads, writer),
         bus=bus,
         task_bus=task_bus,
         notifications=notifications,

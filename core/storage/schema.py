@@ -624,3 +624,20 @@ AUDIT_STREAM = "audit"
 
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""
+
+# --- the operator console (core.storage.console_store) ------------------------------------------
+
+console_sessions = Table(
+    "console_sessions",
+    metadata,
+    # A signed-in console session: only the SHA-256 of its id (the cookie holds the id), the
+    # name of the operator token it acts as (never the token), its CSRF token, and its times.
+    Column("session_hash", String(64), primary_key=True),
+    Column("operator", String(64), nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("client", String(200), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("last_seen_at", BigInteger, nullable=False),
+    Index(None, "expires_at"),
+)

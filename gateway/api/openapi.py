@@ -58,6 +58,7 @@ under `/widget/v1`, and the callbacks other platforms make. The prose reference 
 """
 
 _TAGS = [
+    ("overview", "the gateway at a glance: counts of threads, runs and failures"),
     ("threads", "conversations: participant sets, messages, membership, timelines"),
     ("events", "every thread's committed events, by position"),
     ("approvals", "what agents ask people before they act, answered exactly once"),

@@ -925,6 +925,61 @@ def _endpoints() -> dict[str, Any]:
     }
 
 
+def _overview_and_search() -> dict[str, Any]:
+    """`gateway.api.overview` and `gateway.api.search` (what the console reads)."""
+    count = {"type": "integer", "minimum": 0}
+    runs = obj(
+        {
+            name: described(count, what)
+            for name, what in (
+                ("total", "every run"),
+                ("failed", "runs whose status is failed (overlaps the four below)"),
+                ("running", "a turn of it runs here now"),
+                ("awake", "its session is held here, no turn runs"),
+                ("asleep", "its session was opened once and is not held here"),
+                ("not_opened", "its current session has not been opened yet"),
+            )
+        }
+    )
+    overview = obj(
+        {
+            "at": {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"},
+            "replica": described(STRING, "the replica that answered (its run host's figures)"),
+            "threads": described(count, "every thread"),
+            "runs": {**runs, "additionalProperties": False},
+            "failures_last_hour": described(count, "turns that ended failed in the last hour"),
+        }
+    )
+    return {
+        "/api/v1/overview": path(
+            get=operation(
+                "overview",
+                "The gateway at a glance: threads, runs by what they do, failures",
+                tag="overview",
+                answers={200: answer("the figures", {**overview, "additionalProperties": False})},
+            ),
+        ),
+        "/api/v1/search/persons": path(
+            get=operation(
+                "search_persons",
+                "People whose slug, name, email or a linked identity holds a text",
+                tag="people",
+                parameters=[
+                    query(
+                        "q",
+                        {"type": "string", "minLength": 1, "maxLength": 200},
+                        "what to look for, case aside",
+                        required=True,
+                    ),
+                    query("after", STRING, "the page after this slug"),
+                    limit(),
+                ],
+                answers={200: answer("a page, in slug order", ref("PersonPage"))},
+            ),
+        ),
+    }
+
+
 def operator_paths() -> dict[str, Any]:
     """The operator API: every path under `/api/v1` but the agent tools'."""
     return {
@@ -935,4 +990,5 @@ def operator_paths() -> dict[str, Any]:
         **_tasks(),
         **_people(),
         **_endpoints(),
+        **_overview_and_search(),
     }

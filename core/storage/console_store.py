@@ -1,0 +1,248 @@
+"""What the operator console (`gateway.console`) keeps and reads that no other store has.
+
+**Sessions** (`console_sessions`). An operator signs in to the console with an operator token
+and gets a session: a random id in an HttpOnly cookie. Only the id's SHA-256 digest is stored,
+with the name of the operator token that opened it (never the token), the session's CSRF token,
+where it was opened from, and when it was opened, when it ends and when it was last used. A
+session ends at `expires_at` (a fixed lifetime from opening: using it does not extend it), when
+its operator signs out (`close`), or when its operator token is revoked — the console checks the
+token by name on every request and closes the session it finds revoked. Opening a session deletes
+every session past its end, so the table holds about as many rows as there are signed-in
+browsers. `last_seen_at` is written at most about once a minute per session (`see`), so reading
+a page costs no write.
+
+**The overview's counts and finding people**, for the operator API's read routes
+(`gateway.api.overview`, `gateway.api.search`): threads in all, every run's status and whether
+its session was ever opened (the gateway adds what its run host holds now), turns that failed
+since a time, and people whose slug, name, email or a linked identity holds a text. The counts
+scan their tables (`count(*)`; the runs' ids and two flags); the people search is a `LIKE` over
+`persons` and `identities`, paged by slug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, exists, func, or_, select, update
+
+from core.model.people import Person
+from core.model.runs.run import RunId, RunStatus, TurnOutcome
+from core.model.timeline import ThreadId
+from core.storage import schema
+from core.storage.batch import Batch, BatchView, NoRuns, Reads
+from core.storage.people_store import person_from_row
+from core.storage.transact import Transactor
+from core.storage.writer import Writer
+
+_s = schema.console_sessions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsoleSession:
+    """A signed-in console session as stored (times in microseconds since the epoch)."""
+
+    digest: str
+    """SHA-256 of the session id, in hex: the id itself is only in the browser's cookie."""
+    operator: str
+    """The name of the operator token that opened it: who the session acts as."""
+    csrf: str
+    """The token every change must carry (a form field or a header)."""
+    client: str
+    created_at: int
+    expires_at: int
+    last_seen_at: int
+
+
+def _session_from_row(row: Any) -> ConsoleSession:
+    return ConsoleSession(
+        digest=row.session_hash,
+        operator=row.operator,
+        csrf=row.csrf_token,
+        client=row.client,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        last_seen_at=row.last_seen_at,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenSession(NoRuns):
+    """A new session that ends `lifetime` microseconds from now; the ended ones go."""
+
+    digest: str
+    operator: str
+    csrf: str
+    client: str
+    lifetime: int
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], ConsoleSession]:
+        connection, now = batch.connection, batch.now
+        connection.execute(delete(_s).where(_s.c.expires_at <= now))
+        opened = ConsoleSession(
+            digest=self.digest,
+            operator=self.operator,
+            csrf=self.csrf,
+            client=self.client,
+            created_at=now,
+            expires_at=now + self.lifetime,
+            last_seen_at=now,
+        )
+        connection.execute(
+            _s.insert().values(
+                session_hash=opened.digest,
+                operator=opened.operator,
+                csrf_token=opened.csrf,
+                client=opened.client,
+                created_at=opened.created_at,
+                expires_at=opened.expires_at,
+                last_seen_at=opened.last_seen_at,
+            )
+        )
+        return lambda: opened
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSession(NoRuns):
+    digest: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
+        deleted = batch.connection.execute(delete(_s).where(_s.c.session_hash == self.digest))
+        closed = bool(deleted.rowcount)
+        return lambda: closed
+
+
+@dataclass(frozen=True, slots=True)
+class SeeSession(NoRuns):
+    """Record a use at `at` (unless a later one was recorded meanwhile)."""
+
+    digest: str
+    at: int
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        batch.connection.execute(
+            update(_s)
+            .where(_s.c.session_hash == self.digest, _s.c.last_seen_at < self.at)
+            .values(last_seen_at=self.at)
+        )
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCensus:
+    """Every run's id, whether it is failed, and whether its current session was ever opened
+    (an unopened session cannot be asleep)."""
+
+    failed: frozenset[RunId]
+    opened: frozenset[RunId]
+    ids: Sequence[RunId]
+
+
+def _session_row(connection: Reads, digest: str) -> ConsoleSession | None:
+    row = connection.execute(select(_s).where(_s.c.session_hash == digest)).first()
+    return _session_from_row(row) if row is not None else None
+
+
+def _census(connection: Reads) -> RunCensus:
+    runs, sessions = schema.runs, schema.run_sessions
+    rows = connection.execute(
+        select(runs.c.id, runs.c.status, sessions.c.state.is_not(None)).select_from(
+            runs.outerjoin(sessions, sessions.c.id == runs.c.session_id)
+        )
+    )
+    ids: list[RunId] = []
+    failed: set[RunId] = set()
+    opened: set[RunId] = set()
+    for run_id, status, was_opened in rows:
+        ids.append(RunId(run_id))
+        if status == RunStatus.FAILED.value:
+            failed.add(RunId(run_id))
+        if was_opened:
+            opened.add(RunId(run_id))
+    return RunCensus(failed=frozenset(failed), opened=frozenset(opened), ids=ids)
+
+
+def _found_persons(connection: Reads, text: str, after: str | None, limit: int) -> list[Person]:
+    persons, identities = schema.persons, schema.identities
+    needle = text.strip().lower()
+    slug = needle.removeprefix("person:")
+
+    def holds(column: Any, what: str) -> Any:
+        return func.lower(column).contains(what, autoescape=True)
+
+    query = select(persons).where(
+        or_(
+            holds(persons.c.slug, slug),
+            holds(persons.c.display_name, needle),
+            holds(persons.c.email, needle),
+            exists().where(
+                identities.c.person_slug == persons.c.slug, holds(identities.c.address, needle)
+            ),
+        )
+    )
+    if after is not None:
+        query = query.where(persons.c.slug > after)
+    rows = connection.execute(query.order_by(persons.c.slug).limit(limit))
+    return [person_from_row(row) for row in rows]
+
+
+class SqlConsole:
+    def __init__(self, reads: Transactor, writer: Writer) -> None:
+        self._reads = reads
+        self._writer = writer
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    async def open(
+        self, *, digest: str, operator: str, csrf: str, client: str, lifetime: int
+    ) -> ConsoleSession:
+        """A new session of `operator`'s token, ending `lifetime` microseconds from now."""
+        return await self._writer.run(OpenSession(digest, operator, csrf, client[:200], lifetime))
+
+    async def get(self, digest: str) -> ConsoleSession | None:
+        """The session whose id has this digest (ended or not), or None."""
+        return await self._reads.transact_brief(lambda c: _session_row(c, digest))
+
+    async def close(self, digest: str) -> bool:
+        """End the session; False when there was none."""
+        return await self._writer.run(CloseSession(digest))
+
+    async def see(self, digest: str, at: int) -> None:
+        """Record a use of the session at `at` (microseconds)."""
+        await self._writer.run(SeeSession(digest, at))
+
+    # --- the overview's counts and finding people -----------------------------------------------
+
+    async def count_threads(self) -> int:
+        return await self._reads.transact(
+            lambda c: int(c.execute(select(func.count()).select_from(schema.threads)).scalar_one())
+        )
+
+    async def run_census(self) -> RunCensus:
+        return await self._reads.transact(_census)
+
+    async def failed_turns_since(self, since: int) -> int:
+        """Turns that ended failed (every attempt failed) at or after `since` (microseconds)."""
+        turns = schema.turns
+        query = select(func.count()).where(
+            turns.c.outcome == TurnOutcome.FAILED.value, turns.c.finished_at >= since
+        )
+        return await self._reads.transact(lambda c: int(c.execute(query).scalar_one()))
+
+    async def find_persons(self, text: str, *, after: str | None, limit: int) -> list[Person]:
+        """People, in slug order after `after`, whose slug, display name, email or a linked
+        identity holds `text` (case aside)."""
+        return await self._reads.transact(lambda c: _found_persons(c, text, after, limit))

@@ -1,0 +1,118 @@
+"""The console's conversations: finding them, and reading one.
+
+    GET /console/conversations[?q=TEXT | participant=ADDR][&after=ID&people_after=SLUG]
+    GET /console/conversations/{id}[?as=ADDR][&before=SEQ][&archived=1]
+
+**Finding.** `q` is looked for among people — slug, name, email, any linked channel identity
+(`GET /api/v1/search/persons`) — and among the roles served (`GET /api/v1/roles`); an address
+(`person:alice`, `role:concierge`) goes straight to its conversations. When one person alone
+matches, their conversations are listed at once. Conversations are a participant's threads
+(`GET /api/v1/threads?participant=…`), paged; people are paged too.
+
+**Reading.** A conversation's page shows its participants and their states
+(`GET /api/v1/threads/{id}`), its runs (`GET /api/v1/runs?thread=…`) and its timeline, the
+newest page first (`GET /api/v1/threads/{id}/timeline?latest=true`), with a link to the page
+before. "View as" reads the timeline with `as=ADDR`: exactly what that participant may see, their
+blackout marked (`gateway.console.timeline`). What was said before the latest "start fresh" is
+archived: when the page reaches the start of the current session, the archived events before it
+are shown folded (`include_archived=true`), and `archived=1` pages through them. New events
+appear as they are committed (`gateway.console.stream`), on the newest page only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from gateway.console.api import ApiRefused, api_path
+from gateway.console.guard import Visit, page
+from gateway.console.render import render
+from gateway.console.timeline import last_seq, shown
+
+PAGE = 50
+ADDRESS_KINDS = ("person:", "role:")
+
+
+def _digits(raw: str | None) -> int | None:
+    return int(raw) if raw and raw.isdigit() and len(raw) <= 16 else None
+
+
+@page
+async def find(request: web.Request, visit: Visit) -> web.StreamResponse:
+    q = request.query.get("q", "").strip()
+    participant = request.query.get("participant", "").strip() or None
+    after = request.query.get("after") or None
+    people_after = request.query.get("people_after") or None
+    roles: list[dict[str, Any]] = (await visit.api.get(api_path("roles")))["roles"]
+    found: dict[str, Any] = {"roles": [], "people": None, "threads": None, "error": None}
+    try:
+        if participant is None and q.lower().startswith(ADDRESS_KINDS):
+            participant = q
+        if participant is None and q:
+            found["roles"] = _roles_matching(roles, q)
+            people = await visit.api.get(
+                api_path("search", "persons"), {"q": q, "after": people_after, "limit": PAGE}
+            )
+            found["people"] = people
+            alone = len(people["persons"]) == 1 and not found["roles"] and not people_after
+            if alone:
+                participant = people["persons"][0]["address"]
+        if participant is not None:
+            found["threads"] = await visit.api.get(
+                api_path("threads"), {"participant": participant, "after": after, "limit": PAGE}
+            )
+    except ApiRefused as refused:
+        found["error"] = refused.message
+    return render(
+        "conversations.html",
+        **visit.context("conversations"),
+        q=q,
+        participant=participant,
+        all_roles=roles,
+        **found,
+    )
+
+
+def _roles_matching(roles: list[dict[str, Any]], q: str) -> list[dict[str, Any]]:
+    low = q.lower()
+    return [r for r in roles if low in r["name"] or low in str(r["display_name"]).lower()]
+
+
+@page
+async def conversation(request: web.Request, visit: Visit) -> web.StreamResponse:
+    thread_id = request.match_info["id"]
+    viewer = request.query.get("as") or None
+    before = _digits(request.query.get("before"))
+    archived = request.query.get("archived") == "1"
+    thread = await visit.api.get(api_path("threads", thread_id))
+    runs = (await visit.api.get(api_path("runs"), {"thread": thread_id}))["runs"]
+    timeline = api_path("threads", thread_id, "timeline")
+    query: dict[str, Any] = {"as": viewer, "limit": PAGE, "include_archived": archived}
+    query.update({"before": before} if before is not None else {"latest": True})
+    newest = await visit.api.get(timeline, query)
+    events = newest["events"]
+    folded: dict[str, Any] = {"events": [], "more": False, "next": None}
+    if not archived and not newest["more"] and (not events or events[0]["seq"] > 1):
+        earlier: dict[str, Any] = {"as": viewer, "limit": PAGE, "include_archived": True}
+        earlier.update({"before": events[0]["seq"]} if events else {"latest": True})
+        folded = await visit.api.get(timeline, earlier)
+    states = {p["address"]: p["state"] for p in thread["participants"]}
+    return render(
+        "conversation.html",
+        **visit.context("conversations"),
+        thread=thread,
+        runs=runs,
+        viewer=viewer,
+        viewer_state=states.get(viewer) if viewer else None,
+        archived=archived,
+        before=before,
+        events=[shown(e, viewer) for e in events],
+        more=newest["more"],
+        next_before=newest["next"],
+        folded=[shown(e, viewer) for e in folded["events"]],
+        folded_more=folded["more"],
+        folded_next=folded["next"],
+        live=before is None,
+        after=last_seq(events, folded["events"]),
+    )
