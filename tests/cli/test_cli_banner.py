@@ -94,6 +94,7 @@ def test_serve_prints_the_banner_once_it_listens_and_logs_json_when_stderr_is_a_
         assert banner_rows(gateway.stdout) == {
             "demo page": [f"{url}/"],
             "widget": [f'<script src="{url}/widget.js" data-role="concierge" async></script>'],
+            "console": [f"{url}/console (sign in with the operator token)"],
             "HTTP API": [f"{url}/api/v1 (OpenAPI document: {url}/api/v1/openapi.json)"],
             "agent tools": [f"{url}/mcp (MCP)"],
             "operator token": [str(var_dir / "api-token")],
@@ -297,6 +298,7 @@ def test_each_role_is_named_with_its_runtime_and_the_widget_with_one_of_them(
     assert lines == [
         "Rolecall listening on http://0.0.0.0:9000 (role:coder, role:local, role:remote)",
         f'  widget          <script src="{base}/widget.js" data-role="coder" async></script>',
+        f"  console         {base}/console (sign in with the operator token)",
         f"  HTTP API        {base}/api/v1 (OpenAPI document: {base}/api/v1/openapi.json)",
         f"  agent tools     {base}/mcp (MCP)",
         f"  operator token  {tmp_path / 'var' / 'api-token'}",
@@ -313,6 +315,7 @@ def test_with_no_roles_the_banner_says_where_they_would_be() -> None:
     lines = banner(settings, {}, None)
     assert lines[0] == "Rolecall listening on http://[::1]:8080 (no roles)"
     assert lines[1:] == [
+        "  console         http://[::1]:8080/console (sign in with the operator token)",
         "  HTTP API        http://[::1]:8080/api/v1 (OpenAPI document: "
         "http://[::1]:8080/api/v1/openapi.json)",
         "  agent tools     http://[::1]:8080/mcp (MCP)",

@@ -155,6 +155,7 @@ def banner(settings: Settings, roles: Mapping[str, Role], token_file: Path | Non
             ("widget", f'<script src="{base}/widget.js" data-role="{embedded}" async></script>')
         )
     rows += [
+        ("console", f"{base}/console (sign in with the operator token)"),
         ("HTTP API", f"{base}/api/v1 (OpenAPI document: {base}/api/v1/openapi.json)"),
         ("agent tools", f"{base}/mcp (MCP)"),
         (
