@@ -15,6 +15,9 @@ rounds alternate them, so that a machine that slows down for a minute does not f
 - `sampled`: the same, one trace in ten kept (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
   `OTEL_TRACES_SAMPLER_ARG=0.1`): the other nine are decided at their first span and cost
   little after it;
+- `sampled 1%`: the same, one trace in a hundred kept (`OTEL_TRACES_SAMPLER_ARG=0.01`, what
+  docs/tracing.md advises for a busy gateway); `sampled 0%`: none kept
+  (`OTEL_TRACES_SAMPLER_ARG=0`), what a trace that is not kept costs;
 - `on, not exported` and `sampled, not exported`: the same spans made, sent nowhere
   (`ROLECALL_TRACES=true`, `OTEL_TRACES_EXPORTER=none`): what making them costs, apart from
   exporting them.
@@ -22,18 +25,28 @@ rounds alternate them, so that a machine that slows down for a minute does not f
 The collector counts the spans it received by the time each gateway has stopped (a gateway that
 stops flushes what it still holds); a span the batch processor dropped because its queue was
 full never arrives.
+
+A cost of a few percent is below what the rounds can tell apart on a machine whose speed drifts
+from minute to minute. `--paired SETUP` runs that setup's gateway beside an `off` one and has
+them take turns at short passes (`--passes` of `--round-trips` each), and gives the cost over
+every pass and the median of the passes' ratios:
+
+    python -m bench.traces --paired "sampled 1%" --conversations 200 --round-trips 1000
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import secrets
 import tempfile
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import roundtrip
+from bench import harness, roundtrip
 from bench.collector import Collector
 
 HEADING = "## Traces: the round trip with tracing on and off"
@@ -43,13 +56,19 @@ SETUPS: dict[str, Mapping[str, str]] = {
     "off": {},
     "on": {},
     "sampled": _SAMPLED,
+    "sampled 1%": {**_SAMPLED, "OTEL_TRACES_SAMPLER_ARG": "0.01"},
+    "sampled 0%": {**_SAMPLED, "OTEL_TRACES_SAMPLER_ARG": "0"},
     "on, not exported": _KEPT_HERE,
     "sampled, not exported": {**_KEPT_HERE, **_SAMPLED},
 }
-EXPORTED = ("on", "sampled")
+EXPORTED = ("on", "sampled", "sampled 1%", "sampled 0%")
 """The setups whose spans go to the collector (the others make them and send them nowhere)."""
 SINGLE = 1_000
 """Round trips from a single poster (the latency of one, with the server otherwise idle)."""
+PASSES = 20
+"""Passes of each gateway in a pairing (`paired`), of at most `PASS_ROUND_TRIPS`."""
+PASS_ROUND_TRIPS = 1_000
+PAIRED_CONVERSATIONS = 200
 TARGET = 0.10
 """At most this much more server CPU per round trip with traces on (issue #22)."""
 
@@ -80,7 +99,7 @@ def measure_one(
         if setup in EXPORTED:
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
         first, warm, [alone] = roundtrip.measure_echo(
-            workdir / f"{setup}-{number}".replace(", ", "-").replace(" ", "-"),
+            workdir / _slug(f"{setup}-{number}"),
             conversations,
             total,
             posters,
@@ -92,6 +111,18 @@ def measure_one(
         return Run(setup, number, warm, alone, count, collector.spans)
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    runs: list[Run]
+    """The rounds, every setup in each."""
+    passes: dict[str, list[Pass]]
+    """Each exported setup against `off`, interleaved (`paired`)."""
+
+
+def _slug(setup: str) -> str:
+    return setup.replace(", ", "-").replace(" ", "-").replace("%", "pc")
+
+
 def measure(
     workdir: Path,
     conversations: int,
@@ -100,8 +131,10 @@ def measure(
     rounds: int,
     *,
     single: int = SINGLE,
-) -> list[Run]:
-    """Every setup in each of `rounds` rounds (alternating their order), each run printed."""
+    passes: int = PASSES,
+) -> Measured:
+    """Every setup in each of `rounds` rounds (alternating their order), then each exported
+    setup against `off` in `passes` interleaved passes; each run and pass printed."""
     runs = []
     for number in range(1, rounds + 1):
         order = list(SETUPS) if number % 2 else list(reversed(SETUPS))
@@ -109,7 +142,18 @@ def measure(
             run = measure_one(workdir, setup, number, conversations, total, posters, single)
             print(_line(run), flush=True)
             runs.append(run)
-    return runs
+    paired_passes = {
+        setup: paired(
+            workdir / f"paired-{_slug(setup)}",
+            setup,
+            passes,
+            min(conversations, PAIRED_CONVERSATIONS),
+            min(total, PASS_ROUND_TRIPS),
+            posters,
+        )
+        for setup in EXPORTED
+    }
+    return Measured(runs, paired_passes)
 
 
 def _line(run: Run) -> str:
@@ -148,8 +192,9 @@ def _paragraph(text: str) -> str:
 
 
 def section(
-    runs: Sequence[Run], *, measured: str, conversations: int, total: int, posters: int
+    measured_runs: Measured, *, measured: str, conversations: int, total: int, posters: int
 ) -> list[str]:
+    runs = measured_runs.runs
     rows = [
         f"| {run.round} | {run.setup} | {run.warm.latency.rate:,.0f} "
         f"| {run.warm.latency.p50_ms:.2f} | {run.warm.latency.p99_ms:.2f} "
@@ -167,8 +212,6 @@ def section(
         if setup != "off"
     }
     single = {setup: _mean([r.single.latency.p50_ms for r in _of(runs, setup)]) for setup in SETUPS}
-    verdict = "met" if costs["on"] < TARGET else "**not met**"
-    sampled_verdict = "met" if costs["sampled"] < TARGET else "**not met**"
     per_trip = {setup: _cpu(_of(runs, setup)) - off for setup in SETUPS if setup != "off"}
     by_round = {
         setup: ", ".join(
@@ -179,6 +222,17 @@ def section(
         if setup != "off"
     }
     kept = _mean([r.spans / r.round_trips for r in _of(runs, "on")])
+    pairs = {setup: paired_cost(passes, setup) for setup, passes in measured_runs.passes.items()}
+    verdicts = {
+        setup: "met" if median < TARGET else "**not met**"
+        for setup, (_, median, _, _) in pairs.items()
+    }
+    some = next(iter(measured_runs.passes.values()))
+    paired_rows = [
+        f"| `{setup}` | **{median:+.1%}** | {cost:+.1%} | {lowest:+.0%} to {highest:+.0%} "
+        f"| {costs[setup]:+.0%} |"
+        for setup, (cost, median, lowest, highest) in pairs.items()
+    ]
     return [
         HEADING,
         "",
@@ -196,7 +250,9 @@ def section(
             "export and counts its spans), every trace made and exported, the SDK's defaults "
             "otherwise (a batch processor with a queue of 2,048 spans). `sampled`: the same "
             "with `OTEL_TRACES_SAMPLER=parentbased_traceidratio` and "
-            "`OTEL_TRACES_SAMPLER_ARG=0.1` (one trace in ten kept). `…, not exported`: the "
+            "`OTEL_TRACES_SAMPLER_ARG=0.1` (one trace in ten kept); `sampled 1%`: "
+            "`OTEL_TRACES_SAMPLER_ARG=0.01` (one in a hundred); `sampled 0%`: `0` (none kept: "
+            "what a trace that is not kept costs). `…, not exported`: the "
             "same spans made and sent nowhere (`ROLECALL_TRACES=true`, "
             "`OTEL_TRACES_EXPORTER=none`). Spans received counts "
             "everything each gateway exported, the conversations' creation included, by the "
@@ -211,41 +267,166 @@ def section(
         *rows,
         "",
         _paragraph(
-            f"Server CPU per warm round trip against `off` (mean of the rounds): `on` "
-            f"**{costs['on']:+.0%}**, `sampled` **{costs['sampled']:+.0%}**, `on, not "
-            f"exported` {costs['on, not exported']:+.0%}, `sampled, not exported` "
-            f"{costs['sampled, not exported']:+.0%}; round by round against that round's `off`: "
+            "Server CPU per warm round trip against `off` (mean of the rounds): "
+            + ", ".join(f"`{setup}` {cost:+.0%}" for setup, cost in costs.items())
+            + "; round by round against that round's `off`: "
             + "; ".join(f"`{setup}` {ratios}" for setup, ratios in by_round.items())
-            + "; warm round trips/s "
-            f"÷ `off`: `on` **{rates['on']:.2f}**, `sampled` **{rates['sampled']:.2f}**; one "
-            f"poster's p50: {single['off']:.2f} ms off, {single['on']:.2f} ms on, "
-            f"{single['sampled']:.2f} ms sampled. Target (under {TARGET:.0%} more per round "
-            f"trip): every trace kept {verdict}; one in ten kept {sampled_verdict}."
+            + "; warm round trips/s ÷ `off`: "
+            + ", ".join(f"`{setup}` {rates[setup]:.2f}" for setup in EXPORTED)
+            + "; one poster's p50: "
+            + ", ".join(f"{single[setup]:.2f} ms `{setup}`" for setup in ("off", *EXPORTED))
+            + ". The rounds are minutes apart, and this machine's speed drifts by a fifth or "
+            "more in minutes: a cost of a few percent is lost in them, hence the pairs below."
+        ),
+        "",
+        _paragraph(
+            "Paired (`bench.traces.paired`): each exported setup's gateway beside an `off` one, "
+            f"both fresh, {min(conversations, PAIRED_CONVERSATIONS):,} conversations each, "
+            f"taking turns at {len(some) // 2} passes of "
+            f"{some[0].round_trips:,} warm round trips (the order swapped every pass), so that "
+            "both see the same machine within seconds; a pass's CPU runs until that gateway's "
+            "next pass begins (what it exports meanwhile is its). Server CPU per round trip "
+            "against `off`:"
+        ),
+        "",
+        "| setup | median of the passes | over every pass | passes from | rounds above |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *paired_rows,
+        "",
+        _paragraph(
+            f"Target (under {TARGET:.0%} more per round trip, the paired median): every trace "
+            f"kept {verdicts['on']}; one in ten kept {verdicts['sampled']}; one in a hundred "
+            f"kept {verdicts['sampled 1%']}; none kept {verdicts['sampled 0%']}."
         ),
         "",
         _paragraph(
             f"Where the time goes. Every trace kept, a round trip makes about {kept:.0f} spans "
             "(the request's, the message's commit, the nudge, the turn, its queue wait, the "
             "attempt, the agent's, the reply's commit, and a share of the write batches' and "
-            "of the conversations' creation): "
-            f"{per_trip['on']:,.0f} µs more server CPU per round trip, of which making them "
-            f"(`on, not exported`: {per_trip['on, not exported']:+,.0f} µs) is the SDK's Python "
-            "on the event loop — ids, the sampler, attributes, the context switched in and out, "
-            "the span handed to the batch processor — and the rest the export, the batch "
-            "processor's thread encoding each span to protobuf and posting it, sharing the "
-            "interpreter's lock with the gateway. One trace in ten kept: "
-            f"{per_trip['sampled']:+,.0f} µs ({per_trip['sampled, not exported']:+,.0f} µs "
-            "without the export): the request's span is still made and sampled out by the SDK, "
-            "the spans below a trace that is not kept are not made at all (their context is "
-            "carried on instead, `core/tracing.py`), and a tenth of the spans are made and "
-            "exported. Off, the helpers the gateway calls cost about 5 µs per round trip "
-            "(measured in process), within the noise of the `off` rows. On these 2 cores the "
-            "benchmark's load generator and the collector share the machine with the gateway, "
-            "and its speed varies by a fifth or more between runs minutes apart: compare the "
-            "rows of one round."
+            "of the conversations' creation): in the rounds, "
+            f"{per_trip['on']:+,.0f} µs of server CPU per round trip, of which making them "
+            f"(`on, not exported`: {per_trip['on, not exported']:+,.0f} µs, as far as the "
+            "rounds tell) is the SDK's Python "
+            "on the event loop — ids, the sampler, each attribute checked, the span's locks and "
+            "lists, and the garbage collections all those objects bring on — and the rest the "
+            "export: the batch processor's thread encoding each span to protobuf and posting "
+            "it, sharing the interpreter's lock with the gateway. A trace that is not kept "
+            "costs its request's span, which the SDK makes to sample it out, and a few lookups "
+            "after it: the spans below it are not made, its context is carried on "
+            "(`core/tracing.py`). Off, the helpers the gateway calls cost about 5 µs per round "
+            "trip (measured in process). On these 2 cores the benchmark's load generator and "
+            "the collector share the machine with the gateway."
         ),
         "",
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    setup: str
+    number: int
+    round_trips: int
+    cpu_us_per_round_trip: float
+    """The gateway's CPU from this pass's start to its next one's (its idle time while the
+    other gateway's pass runs included: a batch of spans exported then is this pass's)."""
+
+
+def paired(
+    workdir: Path, setup: str, passes: int, conversations: int, total: int, posters: int
+) -> list[Pass]:
+    """`setup` against `off`, interleaved: both gateways run side by side, each with its own
+    conversations, and take turns at passes of `total` warm round trips (`passes` each, the
+    order swapped every time), so that both see the same machine within seconds. A cost of a
+    few percent is lost in how this machine's speed drifts between the rounds of `measure`,
+    minutes apart; it is not between two passes."""
+    with contextlib.ExitStack() as stack:
+        gateways = []
+        for name in ("off", setup):
+            collector = stack.enter_context(Collector.running())
+            port, token = harness.free_port(), secrets.token_urlsafe(24)
+            env = {
+                **harness.gateway_env(
+                    workdir / _slug(name),
+                    port,
+                    token,
+                    roles_dir=harness.echo_role(workdir / "roles"),
+                ),
+                **SETUPS[name],
+            }
+            if name in EXPORTED:
+                env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+            process = stack.enter_context(
+                harness.server(["-m", "gateway", "serve"], port=port, env=env)
+            )
+            gateways.append((name, port, token, process.pid))
+        return asyncio.run(_interleave(gateways, passes, conversations, total, posters))
+
+
+async def _interleave(
+    gateways: list[tuple[str, int, str, int]],
+    passes: int,
+    conversations: int,
+    total: int,
+    posters: int,
+) -> list[Pass]:
+    async with contextlib.AsyncExitStack() as stack:
+        ready = []
+        for name, port, token, pid in gateways:
+            ids = await roundtrip.resolve(port, token, conversations)
+            replies = await stack.enter_async_context(
+                (await roundtrip.Replies.open(port, token)).following()
+            )
+            ready.append((name, port, token, pid, ids, replies))
+            await roundtrip.round_trips(  # first contact: each run made, each session started
+                port, token, replies, ids, total=conversations, posters=posters, tag="hi", pid=pid
+            )
+        began: dict[str, tuple[float, int]] = {}
+        done: list[Pass] = []
+        for number in range(1, passes + 1):
+            for name, port, token, pid, ids, replies in ready[:: 1 if number % 2 else -1]:
+                cpu = harness.cpu_seconds(pid)
+                if name in began:
+                    done.append(_pass(name, number - 1, began[name], cpu))
+                trips = await roundtrip.round_trips(
+                    port,
+                    token,
+                    replies,
+                    ids,
+                    total=total,
+                    posters=posters,
+                    tag=f"p{number}",
+                    pid=pid,
+                )
+                began[name] = (cpu, trips.latency.count)
+        for name, _port, _token, pid, _ids, _replies in ready:
+            done.append(_pass(name, passes, began[name], harness.cpu_seconds(pid)))
+        return done
+
+
+def _pass(setup: str, number: int, began: tuple[float, int], cpu: float) -> Pass:
+    start, count = began
+    line = Pass(setup, number, count, (cpu - start) / count * 1e6)
+    print(f"pass {number:2} {setup:22} CPU {line.cpu_us_per_round_trip:5.0f} us", flush=True)
+    return line
+
+
+def paired_cost(passes: Sequence[Pass], setup: str) -> tuple[float, float, float, float]:
+    """The setup's cost against `off`: over every pass, and the median, lowest and highest of
+    the passes' ratios, number by number."""
+    off = {p.number: p for p in passes if p.setup == "off"}
+    mine = {p.number: p for p in passes if p.setup == setup}
+    ratios = sorted(
+        mine[n].cpu_us_per_round_trip / off[n].cpu_us_per_round_trip - 1 for n in sorted(mine)
+    )
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+
+    def overall(of: dict[int, Pass]) -> float:
+        return sum(p.cpu_us_per_round_trip * p.round_trips for p in of.values()) / sum(
+            p.round_trips for p in of.values()
+        )
+
+    return overall(mine) / overall(off) - 1, median, ratios[0], ratios[-1]
 
 
 def main() -> None:
@@ -254,9 +435,25 @@ def main() -> None:
     parser.add_argument("--round-trips", type=int, default=5_000)
     parser.add_argument("--posters", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--paired",
+        choices=[setup for setup in SETUPS if setup != "off"],
+        help="this setup against off, interleaved: --passes of --round-trips each",
+    )
+    parser.add_argument("--passes", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
-        measure(Path(tmp), args.conversations, args.round_trips, args.posters, args.rounds)
+        if args.paired is None:
+            measure(Path(tmp), args.conversations, args.round_trips, args.posters, args.rounds)
+            return
+        passes = paired(
+            Path(tmp), args.paired, args.passes, args.conversations, args.round_trips, args.posters
+        )
+    cost, median, lowest, highest = paired_cost(passes, args.paired)
+    print(
+        f"{args.paired} against off: {cost:+.1%} over every pass; median of the passes "
+        f"{median:+.1%} (from {lowest:+.1%} to {highest:+.1%})"
+    )
 
 
 if __name__ == "__main__":

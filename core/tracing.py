@@ -37,11 +37,14 @@ trace (`gateway.logs`).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import (
@@ -51,6 +54,8 @@ from opentelemetry.trace import (
     Span,
     SpanContext,
     SpanKind,
+    Status,
+    StatusCode,
     Tracer,
     TracerProvider,
 )
@@ -62,6 +67,7 @@ __all__ = [
     "attempt",
     "commit_span",
     "committed",
+    "current",
     "current_trace_id",
     "delivery",
     "disable",
@@ -86,8 +92,9 @@ LINKS = 32
 Attributes = Mapping[str, AttributeValue]
 
 _tracer: Tracer | None = None
-_origins: dict[str, SpanContext] = {}
-"""The commit span of each event committed lately, oldest first."""
+_origins: OrderedDict[str, SpanContext] = OrderedDict()
+"""The commit span of each event committed lately, oldest first. (Ordered, for the oldest's
+removal: a plain dict's first item is found by walking past every one removed before it.)"""
 _attempts: dict[str, SpanContext] = {}
 """The running attempt of each run whose turn runs here."""
 _ROOT = Context()
@@ -138,26 +145,85 @@ def current_trace_id() -> str | None:
     return trace_id(trace.get_current_span().get_span_context())
 
 
-def _parented(parent: SpanContext | None, root: bool) -> Context | None:
-    if parent is not None:
-        return trace.set_span_in_context(NonRecordingSpan(parent))
-    return _ROOT if root else None
-
-
-def _dropped(parent: SpanContext | None, root: bool) -> SpanContext | None:
-    """The parent a span would have, when it is a trace the sampler did not keep (None: any
-    other case). Its children are not made: the span in hand, or that parent made current, is
-    all they would be — as a parent-based sampler (the default) decides, at a fraction of the
-    SDK's cost for a span it then drops."""
-    if root:
+def _in_dropped_trace() -> Span | None:
+    """The span in hand when it is of a trace the sampler did not keep — a span nothing is
+    recorded on or ended by its holder — and None in any other case."""
+    here = trace.get_current_span()
+    context = here.get_span_context()
+    if not context.is_valid or context.trace_flags.sampled:
         return None
-    context = parent if parent is not None else trace.get_current_span().get_span_context()
-    return context if context.is_valid and not context.trace_flags.sampled else None
+    return here if not here.is_recording() else NonRecordingSpan(context)
 
 
-def _carried(context: SpanContext) -> AbstractContextManager[Span]:
-    """A dropped trace's context, made current for the block."""
-    return trace.use_span(NonRecordingSpan(context))
+def _links(contexts: Sequence[SpanContext]) -> Sequence[Link]:
+    return [Link(c) for c in contexts[:LINKS]] if contexts else ()
+
+
+class _Current(AbstractContextManager[Span]):
+    """`made` current while the block runs and ended after it, an exception out of the block
+    recorded on it — what the SDK's `start_as_current_span` does, in one object rather than two
+    generators and their frames: every span of a round trip is made this way."""
+
+    __slots__ = ("_token", "made")
+
+    def __init__(self, made: Span) -> None:
+        self.made = made
+
+    def __enter__(self) -> Span:
+        self._token = otel_context.attach(trace.set_span_in_context(self.made))
+        return self.made
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: object
+    ) -> None:
+        otel_context.detach(self._token)
+        if isinstance(error, Exception) and self.made.is_recording():
+            self.made.record_exception(error)
+            self.made.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        self.made.end()
+
+
+def current(made: Span) -> AbstractContextManager[Span]:
+    """`made` (a span the caller started, or a span not sampled) current for the block, and
+    ended after it."""
+    return _Current(made)
+
+
+def _carried(context: SpanContext) -> _Current:
+    """A dropped trace's context, made current for the block (its span is nothing to end)."""
+    return _Current(NonRecordingSpan(context))
+
+
+def _start(
+    name: str,
+    parent: SpanContext | None,
+    root: bool,
+    links: Sequence[SpanContext],
+    attributes: Attributes | None,
+    start_time: int | None,
+    kind: SpanKind,
+) -> Span | SpanContext:
+    """The span made — or, when `parent` is of a trace the sampler did not keep, its context,
+    and no span: the child of a span not sampled is not sampled either (as the parent-based
+    samplers decide), and deciding so here costs a fraction of the SDK's making a span to drop
+    it. (Its callers look for the span in hand of such a trace first: `_in_dropped_trace`.)"""
+    assert _tracer is not None
+    if root:
+        context: Context | None = _ROOT
+    elif parent is not None:
+        if parent.is_valid and not parent.trace_flags.sampled:
+            return parent
+        context = trace.set_span_in_context(NonRecordingSpan(parent))
+    else:
+        context = None
+    return _tracer.start_span(
+        name,
+        context=context,
+        kind=kind,
+        attributes=attributes,
+        links=_links(links),
+        start_time=start_time,
+    )
 
 
 # --- making spans -----------------------------------------------------------------------------
@@ -178,16 +244,16 @@ def span(
     is not sampled, no span: the parent's context goes on."""
     if _tracer is None:
         return _OFF
-    if (dropped := _dropped(parent, root)) is not None:
-        return _carried(dropped)
-    return _tracer.start_as_current_span(
-        name,
-        context=_parented(parent, root),
-        kind=kind,
-        attributes=attributes,
-        links=[Link(c) for c in links[:LINKS]],
-        start_time=start_time,
-    )
+    if parent is None and not root and (here := _in_dropped_trace()) is not None:
+        return nullcontext(here)  # current already: nothing to make, switch or end
+    return _made(_start(name, parent, root, links, attributes, start_time, kind))
+
+
+def _made(made: Span | SpanContext) -> _Current:
+    """What `_start` gave, current for a block."""
+    if isinstance(made, SpanContext):
+        return _carried(made)
+    return _Current(made)
 
 
 def start(
@@ -203,15 +269,10 @@ def start(
     the parent's context, not sampled, in a trace that is not)."""
     if _tracer is None:
         return INVALID_SPAN
-    if (dropped := _dropped(parent, root)) is not None:
-        return NonRecordingSpan(dropped)
-    return _tracer.start_span(
-        name,
-        context=_parented(parent, root),
-        attributes=attributes,
-        links=[Link(c) for c in links[:LINKS]],
-        start_time=start_time,
-    )
+    if parent is None and not root and (here := _in_dropped_trace()) is not None:
+        return here
+    made = _start(name, parent, root, links, attributes, start_time, SpanKind.INTERNAL)
+    return NonRecordingSpan(made) if isinstance(made, SpanContext) else made
 
 
 def event(name: str, **attributes: AttributeValue) -> None:
@@ -236,15 +297,20 @@ def commit_span(command: object) -> AbstractContextManager[Span | None]:
         return _UNTRACED
     if not context.trace_flags.sampled:
         return nullcontext(here)  # (its context is what the command's events remember)
-    return _tracer.start_as_current_span(
-        "rolecall.commit", attributes={"rolecall.command": type(command).__name__}
+    return _Current(
+        _tracer.start_span(
+            "rolecall.commit", attributes={"rolecall.command": type(command).__name__}
+        )
     )
 
 
 def write_batch(commits: Sequence[Span], *, size: int) -> Span:
-    """`rolecall.write_batch`, a trace of its own linked to the commit span of each traced
-    command of the batch (`size` commands in all); each of them links back to it."""
-    contexts = [c.get_span_context() for c in commits]
+    """`rolecall.write_batch`, a trace of its own linked to the commit span of each command of
+    the batch sent from a sampled trace (`size` commands in all); each of them links back to
+    it. (Not to a command of a trace not sampled: its span is not made, and a link to it would
+    be encoded and exported for nothing — with a ratio sampler, most of a batch's.)"""
+    sampled = [c for c in commits if c.is_recording()]
+    contexts = [c.get_span_context() for c in sampled]
     batch = start(
         "rolecall.write_batch",
         root=True,
@@ -252,7 +318,7 @@ def write_batch(commits: Sequence[Span], *, size: int) -> Span:
         attributes={"rolecall.batch.commands": size, "rolecall.batch.traced": len(contexts)},
     )
     linked = batch.get_span_context()
-    for commit in commits:
+    for commit in sampled:
         commit.add_link(linked)
         commit.set_attribute("rolecall.batch.commands", size)
     return batch
@@ -283,7 +349,7 @@ def committed(
 def remember(event_id: str, context: SpanContext) -> None:
     _origins[event_id] = context
     if len(_origins) > KEPT:
-        del _origins[next(iter(_origins))]
+        _origins.popitem(last=False)
 
 
 def origin_of(event_id: str) -> SpanContext | None:
@@ -314,55 +380,84 @@ def nudge(waiting: Waiting, event_id: str, **attributes: AttributeValue) -> None
     kept in `waiting` for the run's next turn. Nothing when the event's commit is not known."""
     if _tracer is None or (origin := origin_of(event_id)) is None:
         return
-    made = start(
-        "rolecall.nudge", parent=origin, attributes={"rolecall.event_id": event_id, **attributes}
-    )
-    made.end()
+    made = origin  # of a trace not sampled: what the turn carries on
+    if origin.trace_flags.sampled:
+        nudged = start(
+            "rolecall.nudge",
+            parent=origin,
+            attributes={"rolecall.event_id": event_id, **attributes},
+        )
+        nudged.end()
+        made = nudged.get_span_context()
     if not waiting.nudges:
         waiting.since = time.time_ns()
     if len(waiting.nudges) < LINKS:
-        waiting.nudges.append(made.get_span_context())
+        waiting.nudges.append(made)
 
 
 def turn(waiting: Waiting | None, **attributes: AttributeValue) -> AbstractContextManager[Span]:
     """`rolecall.turn`: the child of the first nudge it answers, linked to the others, from that
     nudge on; with `rolecall.turn.queue_wait` from the nudge to now. A turn no traced nudge
     woke starts a trace of its own."""
-    return _OFF if _tracer is None else _turn(waiting, attributes)
-
-
-@contextmanager
-def _turn(waiting: Waiting | None, attributes: Attributes) -> Iterator[Span]:
+    if _tracer is None:
+        return _OFF
     nudges = waiting.nudges if waiting is not None else []
     since = waiting.since if waiting is not None and nudges else None
-    with span(
+    made = _start(
         "rolecall.turn",
-        parent=nudges[0] if nudges else None,
-        root=not nudges,
-        links=nudges[1:],
-        attributes=attributes,
-        start_time=since,
-    ) as made:
-        if since is not None:
-            start("rolecall.turn.queue_wait", start_time=since).end()
-        yield made
+        nudges[0] if nudges else None,
+        not nudges,
+        nudges[1:],
+        attributes,
+        since,
+        SpanKind.INTERNAL,
+    )
+    if not isinstance(made, SpanContext) and since is not None and made.is_recording():
+        queued = _tracer.start_span(
+            "rolecall.turn.queue_wait", context=trace.set_span_in_context(made), start_time=since
+        )
+        queued.end()
+    return _made(made)
 
 
 def attempt(run_id: str, number: int) -> AbstractContextManager[Span]:
     """`rolecall.attempt`, known while it runs as the run's (for the tool calls its agent makes
     over HTTP or MCP)."""
-    return _OFF if _tracer is None else _attempt(run_id, number)
+    if _tracer is None:
+        return _OFF
+    if (here := _in_dropped_trace()) is not None:
+        return _Attempt(nullcontext(here), here, run_id)
+    made = _start(
+        "rolecall.attempt", None, False, (), {"rolecall.attempt": number}, None, SpanKind.INTERNAL
+    )
+    inner = _made(made)
+    return _Attempt(inner, inner.made, run_id)
 
 
-@contextmanager
-def _attempt(run_id: str, number: int) -> Iterator[Span]:
-    with span("rolecall.attempt", attributes={"rolecall.attempt": number}) as made:
-        _attempts[run_id] = made.get_span_context()
-        try:
-            yield made
-        finally:
-            if _attempts.get(run_id) == made.get_span_context():
-                del _attempts[run_id]
+class _Attempt(AbstractContextManager[Span]):
+    """An attempt's span, current while it runs, and known as the run's running attempt."""
+
+    __slots__ = ("_context", "_inner", "_run_id")
+
+    def __init__(self, inner: AbstractContextManager[Span], made: Span, run_id: str) -> None:
+        self._inner = inner
+        self._run_id = run_id
+        self._context = made.get_span_context()
+
+    def __enter__(self) -> Span:
+        made = self._inner.__enter__()
+        _attempts[self._run_id] = self._context
+        return made
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if _attempts.get(self._run_id) == self._context:
+            del _attempts[self._run_id]
+        self._inner.__exit__(kind, error, tb)
 
 
 def tool_call(run_id: str, name: str) -> AbstractContextManager[Span]:

@@ -17,6 +17,10 @@ The run host reports through `HostMetrics` (its `HostObserver`): turns started a
 role and outcome — `failed` among them), failed attempts, turn latency, queue wait (from the
 nudge to the turn starting), sessions awake and asleep, and turn slots in use. Roles are a
 bounded set (the manifests), outcomes too.
+
+With tracing on, the spans of turns and deliveries give two histograms more (`SpanHistograms`,
+fed by `gateway.span_metrics`): registered only then, so that a series that is not measured is
+absent rather than zero.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ class Metrics:
             "Widget event streams (Server-Sent Events) open now.",
             registry=self.registry,
         )
+        self._span_histograms: SpanHistograms | None = None
 
     def count_appended(self, events: Sequence[AnyEvent]) -> None:
         """Storage's `on_appended` callback: called after each commit with what it appended."""
@@ -120,6 +125,12 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def span_histograms(self) -> SpanHistograms:
+        """The histograms spans feed, registered on first use (when tracing is turned on)."""
+        if self._span_histograms is None:
+            self._span_histograms = SpanHistograms(self.registry)
+        return self._span_histograms
 
 
 TURN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -199,6 +210,42 @@ class HostMetrics:
 
     def slots_in_use(self, count: int) -> None:
         self.slots.set(count)
+
+
+DELIVERY_BUCKETS = (*LATENCY_BUCKETS, 30.0, 60.0, 300.0)
+"""A widget's frame takes a millisecond; a webhook that retries, minutes."""
+DELIVERY_CHANNELS = ("slack", "widget", "webhook")
+
+
+class SpanHistograms:
+    """Turn and delivery latency, from their spans (`gateway.span_metrics`)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.turns = Histogram(
+            "rolecall_turn_seconds",
+            "Time from the nudge a turn answers to its end committed (its queue wait, its "
+            "attempts, the commit of its replies), in seconds, by role: the turns' spans.",
+            ["role"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.deliveries = Histogram(
+            "rolecall_delivery_seconds",
+            "Time a channel took to deliver a committed event (a Slack post, a widget stream's "
+            "frame, a webhook delivery until the endpoint took it, retries included), in "
+            "seconds, by channel: the deliveries' spans.",
+            ["channel"],
+            buckets=DELIVERY_BUCKETS,
+            registry=registry,
+        )
+        self._roles: dict[str, Any] = {}
+        self.channels = {c: self.deliveries.labels(channel=c) for c in DELIVERY_CHANNELS}
+
+    def turn(self, role: str, seconds: float) -> None:
+        child = self._roles.get(role)
+        if child is None:  # roles are a bounded set: the manifests
+            child = self._roles[role] = self.turns.labels(role=role)
+        child.observe(seconds)
 
 
 METRICS_KEY = web.AppKey("metrics", Metrics)
