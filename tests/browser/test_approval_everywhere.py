@@ -123,6 +123,8 @@ async def test_an_acp_agents_question_is_answered_in_slack_and_seen_in_the_widge
     card = page.get_by_role("group", name="Approval request from Coder: Run rm")
     await expect(card).to_be_visible()
     await expect(card.get_by_role("button")).to_have_text(["Allow", "Always", "Reject"])
+    await expect(widget.working).to_be_visible()  # the turn runs on, paused on the question
+    await expect(widget.working).to_have_text("Coder is waiting for an answer…")
     save_screenshot(await widget.panel.screenshot(), tmp_path, "approval-everywhere-asked.png")
 
     # She clicks "Allow" in Slack.
@@ -133,6 +135,7 @@ async def test_an_acp_agents_question_is_answered_in_slack_and_seen_in_the_widge
     await expect(outcome).to_contain_text("Allow")  # no reload: over the widget's stream
     await expect(card.get_by_role("button")).to_have_count(0)
     await expect(widget.message("rm: yes")).to_be_visible()  # the agent was allowed, and said so
+    await expect(widget.working).to_be_hidden()  # its turn is over
     save_screenshot(await widget.panel.screenshot(), tmp_path, "approval-everywhere-answered.png")
 
     def updated() -> dict[str, Any] | None:

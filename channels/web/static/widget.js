@@ -296,6 +296,8 @@
   const state = {
     session: null,
     started: false,
+    working: false, // a turn runs: the gateway's stream said so
+    roleName: null, // the role's display name, once known
     starting: null, // the promise of the first connection
     ...freshView(),
     loadingOlder: false,
@@ -563,7 +565,8 @@
     ui.title.textContent = name;
     ui.panel.setAttribute("aria-label", `Chat with ${name}`);
     ui.label.textContent = `Message ${name}`;
-    ui.working.textContent = `${name} is working…`;
+    state.roleName = name;
+    showWorkingText();
     // aria-expanded says whether it is open
     ui.launcherText.textContent = config.launcherText || `Chat with ${name}`;
     showUnread();
@@ -1306,6 +1309,7 @@
     box.append(actions, card.expiry, card.note);
     item.append(box);
     state.approvals.set(event.id, card);
+    showWorkingText();
     const resolution = event.resolution || state.resolutions.get(event.id);
     state.resolutions.delete(event.id);
     if (resolution) showOutcome(card, resolution);
@@ -1350,6 +1354,7 @@
   function showOutcome(card, resolution) {
     if (card.resolved) return;
     card.resolved = true;
+    showWorkingText();
     const hadFocus = card.item.contains(root.activeElement);
     const outcome = el("p", {
       class: "approval-outcome",
@@ -1810,8 +1815,21 @@
   }
 
   function setWorking(working) {
+    state.working = working;
     ui.working.hidden = !working;
-    setStatus(working ? ui.working.textContent : "");
+    showWorkingText();
+    if (!working) setStatus("");
+  }
+
+  /**
+   * While a turn runs: the role is working — or, while one of its questions waits for an answer,
+   * waiting for that answer (the turn is paused on the question).
+   */
+  function showWorkingText() {
+    const name = state.roleName || config.role;
+    const waiting = Array.from(state.approvals.values()).some((card) => !card.resolved);
+    ui.working.textContent = waiting ? `${name} is waiting for an answer…` : `${name} is working…`;
+    if (state.working) setStatus(ui.working.textContent);
   }
 
   // --- errors and status -------------------------------------------------------------------------
