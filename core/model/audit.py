@@ -59,6 +59,8 @@ ACTIONS: Mapping[str, str] = {
     "endpoint.delete": "delete an outbound webhook endpoint",
     "token.create": "make a named operator token (never the token)",
     "token.revoke": "revoke a named operator token",
+    "console.sign_in": "sign in to the operator console with an operator token (never the token)",
+    "console.sign_out": "sign out of the operator console",
 }
 """Every action the trail records, by name, with what it is (docs/audit.md lists them)."""
 

@@ -10,6 +10,12 @@ address has a try left (`gateway.console.limits`: 429 with `Retry-After` otherwi
 posted, never put in the URL; a post that the browser says came from another site
 (`Sec-Fetch-Site: cross-site`) is refused, so no other site can sign a browser in. The page to go
 back to (`next`) is only ever a console path.
+
+Signing in and out are operator actions, so each leaves a record in the audit trail
+(`console.sign_in`, `console.sign_out`) under the token's name, from the browser's address,
+naming the session by the first characters of its id's digest (what the sessions' table keys it
+by), so that a sign-out is matched to its sign-in. A refused sign-in changes nothing and leaves
+none (the rate limit and the log see it).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from aiohttp import web
 
 from channels.edge.errors import ApiError
 from channels.edge.requests import DATABASE_KEY
+from core.model.audit import Action
 from core.storage.console_store import ConsoleSession
 from gateway.console.guard import (
     CONSOLE_KEY,
@@ -45,6 +52,7 @@ from gateway.console.sessions import (
     session_digest,
     set_cookie,
 )
+from gateway.logs import current_request_id
 from gateway.operators import OPERATORS_KEY
 
 WHY = {
@@ -131,6 +139,7 @@ async def sign_in(request: web.Request) -> web.StreamResponse:
         client=client,
         lifetime=micros(LIFETIME),
     )
+    await _record(request, "console.sign_in", name, client, session_digest(session_id))
     response = web.Response(status=303, headers={"Location": next_page})
     set_cookie(response, session_id, secure=console.secure_cookie)
     return harden(response)
@@ -139,6 +148,23 @@ async def sign_in(request: web.Request) -> web.StreamResponse:
 @page
 async def sign_out(request: web.Request, visit: Visit) -> web.StreamResponse:
     await request.app[DATABASE_KEY].console.close(visit.session.digest)
+    operator = visit.operator
+    await _record(request, "console.sign_out", operator.name, operator.client, visit.session.digest)
     response = web.Response(status=303, headers={"Location": f"{LOGIN}?why=signed_out"})
     clear_cookie(response, secure=request.app[CONSOLE_KEY].secure_cookie)
     return response
+
+
+SESSION_NAMED_BY = 12
+"""Hex characters of a session's digest the audit trail names it by."""
+
+
+async def _record(request: web.Request, action: str, actor: str, client: str, digest: str) -> None:
+    record = Action(
+        actor=actor,
+        client=client,
+        action=action,
+        detail={"session": digest[:SESSION_NAMED_BY]},
+        request_id=current_request_id.get(),
+    )
+    await request.app[DATABASE_KEY].audit.record(record)

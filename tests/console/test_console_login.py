@@ -10,6 +10,8 @@ HTTP (`gateway.console.login`, `gateway.console.guard`).
   field and the header both carry it.
 - Revoking the operator token ends its sessions at the next request, the stream's too.
 - Signing out ends the session: its cookie opens nothing any more.
+- Signing in and out each leave one audit record under the token's name, naming the same
+  session (never the token); a refused sign-in leaves none.
 - Sign-in attempts are limited per address: the sixth in a row is 429 with `Retry-After`.
 - The token is never in a URL or a cookie.
 """
@@ -17,9 +19,11 @@ HTTP (`gateway.console.login`, `gateway.console.guard`).
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sqlite3
 from http.cookies import SimpleCookie
+from typing import Any
 
 from channels.edge.requests import DATABASE_KEY
 from core.model.operators import token_digest
@@ -196,3 +200,28 @@ async def test_a_cross_site_sign_in_is_refused(console: Console) -> None:
         "/console/login", {"token": TOKEN}, headers={"Sec-Fetch-Site": "cross-site"}
     )
     assert refused.status == 403 and refused.cookies == []
+
+
+async def test_signing_in_and_out_are_in_the_audit_trail_and_a_refusal_is_not(
+    console: Console,
+) -> None:
+    made = await console.api.post("/api/v1/tokens", {"name": "ops"})
+    assert made.status == 201, made.text
+    ops_token = made.body["token"]
+    assert (await console.browser().post("/console/login", {"token": "wrong"})).status == 401
+    client = await console.signed_in(ops_token)
+    csrf = (await client.get("/console")).csrf
+    assert (await client.post("/console/logout", {"csrf": csrf})).status == 303
+
+    def records(action: str) -> list[dict[str, Any]]:
+        return [r for r in trail if r["action"] == action]
+
+    trail = (await console.api.get("/api/v1/audit?limit=200")).body["records"]
+    [signed_in] = records("console.sign_in")
+    [signed_out] = records("console.sign_out")
+    assert signed_in["actor"] == signed_out["actor"] == "ops"
+    assert signed_in["client"] == signed_out["client"] == "127.0.0.1"
+    assert re.fullmatch(r"[0-9a-f]{12}", signed_in["detail"]["session"])
+    assert signed_out["detail"] == signed_in["detail"]
+    assert signed_in["position"] < signed_out["position"]
+    assert ops_token not in json.dumps(trail)
