@@ -39,6 +39,7 @@ ACTIONS: Mapping[str, str] = {
     "participant.readd": "make a removed member active again",
     "run.cancel": "stop a run's running turn",
     "run.start_fresh": "open a run's next session (start fresh)",
+    "run.retry": "set a failed run's cursor back so that its last turn is taken again",
     "run.token_minted": "mint a run token for the agent tools (never the token)",
     "run.subscribe": "make a conversation's run watch a task or an external item",
     "task.create": "create a task as a person",

@@ -116,6 +116,17 @@ class SqlRunRepository:
         )
         return replace(run, cursor=to, task_cursor=task_to) if moved else None
 
+    async def set_back(self, run: Run, to: int) -> Run | None:
+        """Set a conversation run's cursor back to `to` (an operator's retry: what lies after it
+        is read again), if it is still where `run` has it: the run as it now stands, or None
+        when it had moved on meanwhile. Not fenced: it is not the owner's write, and the owner's
+        next write, expecting the old cursor, is dropped as superseded."""
+        assert run.thread_id is not None
+        moved = await self._writer.run(
+            AdvanceCursor(run.thread_id, run.id, run.cursor, to, run.task_cursor, run.task_cursor)
+        )
+        return replace(run, cursor=to) if moved else None
+
     async def finish_turn(
         self,
         run: Run,

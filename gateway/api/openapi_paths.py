@@ -540,6 +540,20 @@ def _runs() -> dict[str, Any]:
                 failures={404: "`run_not_found`"},
             ),
         ),
+        "/api/v1/runs/{id}/retry": path(
+            _RUN,
+            post=operation(
+                "retry_run",
+                "Take a failed run's last turn again",
+                tag=tag,
+                request=no_fields,
+                answers={200: answer("the run, its cursor set back", ref("Retried"))},
+                failures={
+                    404: "`run_not_found`, `role_not_found`",
+                    409: "`not_failed`, `not_a_conversation`, `run_moved`",
+                },
+            ),
+        ),
         "/api/v1/runs/{id}/token": path(
             _RUN,
             post=operation(

@@ -356,6 +356,7 @@ _RUNS: dict[str, Schema] = {
     ),
     "TurnPage": obj({"turns": array(ref("Turn")), "next": INTEGER, "more": BOOLEAN}),
     "Cancelled": obj({"cancelled": const(True), "run": ref("Run")}),
+    "Retried": obj({"retried": const(True), "run": ref("Run")}),
     "RunToken": obj({"token": described(STRING, "`rct_…`, shown only here")}),
     "Subscriptions": obj(
         {

@@ -6,6 +6,7 @@ GET  /api/v1/runs/{id}                       one run: cursor, status, session, a
 GET  /api/v1/runs/{id}/turns[?after=N&limit=N]  its finished turns, oldest first
 POST /api/v1/runs/{id}/cancel                stop the running turn at once (409 when none runs)
 POST /api/v1/runs/{id}/sessions              start fresh: open a new session (201)
+POST /api/v1/runs/{id}/retry                 take a failed run's last turn again
 """
 
 from __future__ import annotations
@@ -185,6 +186,23 @@ async def start_fresh(request: web.Request) -> web.Response:
         after={"session": run.session.number, "session_id": run.session.id},
     )
     return created(run_json(run, request), f"/api/v1/runs/{run.id}")
+
+
+@routes.post("/api/v1/runs/{id}/retry")
+@audited("run.retry")
+async def retry_run(request: web.Request) -> web.Response:
+    await read_object(request, required=[], empty_ok=True)
+    before = await request.app[DATABASE_KEY].runs.get(_run_id(request))
+    run = await request.app[HOST_KEY].retry(before.id)
+    note(
+        request,
+        run_id=run.id,
+        role=run.role,
+        thread_id=run.thread_id,
+        before={"cursor": before.cursor},
+        after={"cursor": run.cursor},
+    )
+    return web.json_response({"retried": True, "run": run_json(run, request)})
 
 
 @routes.post("/api/v1/runs/{id}/token")

@@ -1,14 +1,27 @@
-"""Runs over HTTP: listing and reading runs and their turns, cancel, start fresh, archived reads,
-the committed-event stream, and the run host's metrics — on the whole application."""
+"""Runs over HTTP: listing and reading runs and their turns, cancel, start fresh, retry of a
+failed run, archived reads, the committed-event stream, and the run host's metrics — on the
+whole application."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import aiohttp
+import pytest
+
+from core.engine.runtimes.base import AgentError, Prompt, TurnTools, Update
+from core.engine.runtimes.builtin import AGENTS, BuiltinAgent
+from core.engine.runtimes.builtin.echo import Echo
+from core.engine.runtimes.registry import Runtimes
 from core.model.roles import Role
-from tests.api.conftest import Api
+from gateway.app import build_app
+from tests.api.conftest import ECHO, TOKEN, Api
+from tests.serving import serve
+from tests.settings import make_settings
 from tests.waiting import eventually
 
 ANN = "person:ann"
@@ -156,3 +169,86 @@ async def test_metrics_count_turns_and_sessions(gateway: Api) -> None:
     assert 'rolecall_sessions{state="awake"} 1.0' in text
     assert "rolecall_turn_queue_wait_seconds_count" in text
     assert "rolecall_turn_slots_in_use 0.0" in text
+
+
+class Flaky(BuiltinAgent):
+    """The echo agent, whose every attempt fails while `down` is set."""
+
+    down = True
+
+    async def turn(self, prompt: Prompt, tools: TurnTools) -> AsyncIterator[Update]:
+        if Flaky.down:
+            raise AgentError("the model endpoint is down")
+        async for update in Echo(self.spec, self.state).turn(prompt, tools):
+            yield update
+
+
+FLAKY = Role.model_validate(
+    {"name": "flaky", "display_name": "Flaky", "runtime": {"kind": "builtin", "agent": "flaky"}}
+)
+
+
+@pytest.fixture
+async def flaky(tmp_path: Path) -> AsyncIterator[Api]:
+    """The whole application serving `echo` and `flaky` (one attempt a turn)."""
+    Flaky.down = True
+    settings = make_settings(tmp_path, turn_attempts=1)
+    runtimes = Runtimes(builtin_agents={**AGENTS, "flaky": Flaky})
+    app = build_app(
+        settings, api_token=TOKEN, roles={"echo": ECHO, "flaky": FLAKY}, runtimes=runtimes
+    )
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        yield Api(server, session)
+
+
+async def test_retry_takes_a_failed_runs_last_turn_again_and_answers_its_message(
+    flaky: Api,
+) -> None:
+    thread = await flaky.thread(ANN, "role:flaky")
+    await flaky.say(thread["id"], ANN, "are you there?")
+
+    async def failed() -> dict[str, Any] | None:
+        run = await _run_or_none(flaky, thread["id"])
+        return run if run and run["status"] == "failed" and not run["running"] else None
+
+    run = await eventually(failed, what="the run failed its turn")
+    failed_cursor = run["cursor"]
+    Flaky.down = False
+
+    retried = await flaky.post(f"/api/v1/runs/{run['id']}/retry")
+
+    assert retried.status == 200, retried.text
+    assert retried.body["retried"] is True and retried.body["run"]["cursor"] < failed_cursor
+    assert await _replies(flaky, thread["id"], 1, role="role:flaky") == ["are you there?"]
+    done = await eventually(
+        lambda: _ready(flaky, thread["id"]), what="the run ready after the retried turn"
+    )
+    assert done["turns"] == 2 and done["failures"] == 0
+    turns = (await flaky.get(f"/api/v1/runs/{run['id']}/turns")).body["turns"]
+    assert [t["outcome"] for t in turns] == ["failed", "replied"]
+    assert turns[1]["cursor_from"] == turns[0]["cursor_from"]
+    (await flaky.post(f"/api/v1/runs/{run['id']}/retry")).error(409, "not_failed")
+    [record] = [
+        r
+        for r in (await flaky.get("/api/v1/audit?action=run.retry")).body["records"]
+        if r["detail"]["run_id"] == run["id"]
+    ]
+    assert record["actor"] == "default" and record["client"] == "127.0.0.1"
+    assert record["detail"]["before"] == {"cursor": failed_cursor}
+    assert record["detail"]["after"] == {"cursor": retried.body["run"]["cursor"]}
+
+
+async def _ready(api: Api, thread_id: str) -> dict[str, Any] | None:
+    run = await _run_or_none(api, thread_id)
+    return run if run and run["status"] == "ready" and not run["running"] else None
+
+
+async def test_retry_refuses_a_ready_run_and_an_unknown_one(flaky: Api) -> None:
+    thread = await flaky.thread(ANN, "role:echo")
+    await flaky.say(thread["id"], ANN, "hello")
+    await _replies(flaky, thread["id"], 1)
+    run = await _run(flaky, thread["id"])
+
+    (await flaky.post(f"/api/v1/runs/{run['id']}/retry")).error(409, "not_failed")
+    (await flaky.post("/api/v1/runs/nope/retry")).error(404, "run_not_found")
+    assert (await flaky.get("/api/v1/audit?action=run.retry")).body["records"] == []

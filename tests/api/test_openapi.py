@@ -372,6 +372,7 @@ async def _operator_api(call: Scenario, edge: Edge) -> dict[str, str]:
                status=200)  # fmt: skip
     await call("GET", f"/api/v1/runs/{run}/subscriptions", status=200)
     await call("POST", f"/api/v1/runs/{run}/cancel", status=409)
+    await call("POST", f"/api/v1/runs/{run}/retry", status=409)  # its last turn did not fail
     await _cancel_a_running_turn(call, edge)
     await call("POST", f"/api/v1/runs/{run}/sessions", status=201)
     await call("POST", f"/api/v1/threads/{thread}/participants/person:ann", {"state": "removed"},

@@ -77,7 +77,7 @@ from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.roles.role import Role
 from core.model.roles.roster import Roster
 from core.model.runs.conversation import plan_turn
-from core.model.runs.run import Run, RunId, RunKind
+from core.model.runs.run import Run, RunId, RunKind, RunStatus, TurnOutcome
 from core.model.runs.task import plan_task_turn
 from core.model.tasks import TaskEvent, TaskId
 from core.model.timeline import AnyEvent, Message, ThreadId
@@ -746,6 +746,47 @@ class RunHost:
             await self._control.ask(holder, "fresh", run_id, wait=FRESH_WAIT)
         return fresh
 
+    async def retry(self, run_id: RunId) -> Run:
+        """Take a failed conversation run's last turn again: its cursor goes back to where that
+        turn began (a compare-and-set on the cursors the failed turn left), and the host that
+        drives the run — this one, or another replica's — reads from there, so the person's
+        message is answered by a new turn. `not_failed` (409) when the run is ready or its last
+        turn did not fail; `run_moved` (409) when something moved its cursor meanwhile."""
+        run = await self._db.runs.get(run_id)
+        if run.kind is not RunKind.CONVERSATION:
+            raise Conflict("only a conversation run can be retried", code="not_a_conversation")
+        if run.role not in self._roles:
+            raise NotFound(f"no role named {run.role!r} is configured", code="role_not_found")
+        last = await self._db.runs.turns(run_id, after=max(run.turns - 1, 0), limit=1)
+        last_failed = bool(last) and last[0].outcome is TurnOutcome.FAILED
+        if run.status is not RunStatus.FAILED or not last_failed:
+            raise Conflict(
+                "this run has not failed: only a run whose last turn failed can be retried",
+                code="not_failed",
+            )
+        moved = await self._db.runs.set_back(run, last[0].cursor_from)
+        if moved is None:
+            raise Conflict(
+                "the run moved on while it was being retried; look at it again",
+                code="run_moved",
+            )
+        await self._read_again(run_id)
+        holder = await self._holder_elsewhere(run_id)
+        if holder is not None and self._control is not None:
+            await self._control.ask(holder, "retry", run_id, wait=FRESH_WAIT)
+        assert moved.thread_id is not None
+        self.nudge(moved.thread_id, moved.role)
+        return moved
+
+    async def _read_again(self, run_id: RunId) -> bool:
+        """The run's cursor was set back: what this host holds of it is read again, now."""
+        live = self._by_run.get(run_id)
+        if live is None:
+            return False
+        live.run = None
+        self._wake(live)
+        return True
+
     async def _forget_session(self, run_id: RunId) -> bool:
         """The run started fresh: what this host holds of its old session is done for good."""
         live = self._by_run.get(run_id)
@@ -772,6 +813,8 @@ class RunHost:
         """What another replica asked of a run held here (`core.engine.host.remote`)."""
         if op == "cancel":
             return await self._cancel_here(run_id, wait=5.0)
+        if op == "retry":
+            return await self._read_again(run_id)
         return await self._forget_session(run_id)
 
 

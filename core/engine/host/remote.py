@@ -5,7 +5,7 @@ the turn runs on the one that holds the run's lease. The replica that got the re
 holder over the `rolecall_control` channel (PostgreSQL NOTIFY, `core.storage.notify`), and the
 holder answers once it has done it:
 
-    {"op": "cancel" | "fresh", "run": id, "to": holder, "from": asker, "ask": n}
+    {"op": "cancel" | "fresh" | "retry", "run": id, "to": holder, "from": asker, "ask": n}
     {"op": "done", "to": asker, "ask": n, "did": true | false}
 
 Every replica hears every notification and acts only on those addressed to it. An ask that gets
@@ -39,7 +39,8 @@ class Messenger(Protocol):
 
 
 Act = Callable[[str, RunId], Awaitable[bool]]
-"""Carry out `op` ("cancel", "fresh") on a run held here: whether there was something to do."""
+"""Carry out `op` ("cancel", "fresh", "retry") on a run held here: whether there was something
+to do."""
 
 
 class RemoteControl:
@@ -94,7 +95,7 @@ class RemoteControl:
                 answered = self._waiting.get(int(message["ask"]))
                 if answered is not None and not answered.done():
                     answered.set_result(bool(message.get("did")))
-            elif op in ("cancel", "fresh"):
+            elif op in ("cancel", "fresh", "retry"):
                 task = asyncio.create_task(self._do(op, message))
                 self._doing.add(task)
                 task.add_done_callback(self._doing.discard)
