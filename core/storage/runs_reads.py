@@ -113,8 +113,12 @@ def runs_of_task(conn: Connection, task_id: str) -> list[Run]:
     return [run_from_row(row) for row in rows]
 
 
-def runs_of_role(conn: Connection, role: str, after: str | None, limit: int) -> list[Run]:
+def runs_of_role(
+    conn: Connection, role: str, after: str | None, limit: int, status: RunStatus | None = None
+) -> list[Run]:
     query = _RUN.where(_r.c.role == role)
+    if status is not None:
+        query = query.where(_r.c.status == status.value)
     if after is not None:
         query = query.where(_r.c.id > after)
     return [run_from_row(row) for row in conn.execute(query.order_by(_r.c.id).limit(limit))]

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from core.model.leases import Fence
 from core.model.participants import Address
-from core.model.runs.run import Run, RunId, Turn
+from core.model.runs.run import Run, RunId, RunStatus, Turn
 from core.model.runs.tokens import digest, new_token
 from core.model.tasks import TaskId
 from core.model.timeline import AnyEvent, EventId, ThreadId
@@ -207,9 +207,17 @@ class SqlRunRepository:
         return await self._reads.transact(lambda c: runs_reads.runs_of_task(c, task_id))
 
     async def of_role(
-        self, role: str, *, after: str | None = None, limit: int = DEFAULT_PAGE
+        self,
+        role: str,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE,
+        status: RunStatus | None = None,
     ) -> list[Run]:
-        return await self._reads.transact(lambda c: runs_reads.runs_of_role(c, role, after, limit))
+        """The role's runs in id order, after `after`; only those of `status` when given."""
+        return await self._reads.transact(
+            lambda c: runs_reads.runs_of_role(c, role, after, limit, status)
+        )
 
     async def turns(self, run_id: str, *, after: int = 0, limit: int = DEFAULT_PAGE) -> list[Turn]:
         return await self._reads.transact(lambda c: runs_reads.turns(c, run_id, after, limit))

@@ -17,6 +17,7 @@ from typing import Any
 from channels.edge.requests import MAX_QUERY_INT
 from core.model.endpoints import MAX_POSITION
 from core.model.membership import ParticipantState
+from core.model.runs.run import RunStatus
 from core.model.tasks import TaskStatus
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 from gateway.api.approvals import LISTED
@@ -482,18 +483,19 @@ def _runs() -> dict[str, Any]:
                 "The runs of a thread, on a task, or of a role",
                 tag=tag,
                 description="Exactly one of `thread`, `task` and `role`; `after` and `limit` "
-                "page a role's runs.",
+                "page a role's runs, `status` keeps only those of that status.",
                 parameters=[
                     query("thread", STRING, "a thread's id"),
                     query("task", STRING, "a task's id"),
                     query("role", STRING, "a role's name"),
+                    query("status", enum(RunStatus), "a role's runs of this status only"),
                     after_id("run id"),
                     limit(),
                 ],
                 answers={200: answer("the runs", ref("RunPage"))},
                 failures={
                     404: "`thread_not_found`, `task_not_found`",
-                    422: "`missing_parameter`, `conflicting_parameters`",
+                    422: "`missing_parameter`, `conflicting_parameters`, `invalid_parameter`",
                 },
             ),
         ),

@@ -1,7 +1,7 @@
 """Runs, their turns (transcripts) and control over HTTP.
 
 GET  /api/v1/runs?thread=ID                  the runs of a thread
-GET  /api/v1/runs?role=NAME[&after=ID&limit=N]  the runs of a role, oldest first
+GET  /api/v1/runs?role=NAME[&status=S&after=ID&limit=N]  the runs of a role, oldest first
 GET  /api/v1/runs/{id}                       one run: cursor, status, session, awake, running
 GET  /api/v1/runs/{id}/turns[?after=N&limit=N]  its finished turns, oldest first
 POST /api/v1/runs/{id}/cancel                stop the running turn at once (409 when none runs)
@@ -26,7 +26,7 @@ from channels.edge.requests import (
     read_query,
 )
 from core.model.errors import Conflict, InvalidInput
-from core.model.runs.run import Run, RunId, Turn
+from core.model.runs.run import Run, RunId, RunStatus, Turn
 from core.model.timeline import ThreadId, rfc3339
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 from gateway.api.audit import audited, note
@@ -96,13 +96,25 @@ def _ms(delta: timedelta) -> float:
     return round(max(delta.total_seconds(), 0) * 1000, 3)
 
 
+def _status(raw: str | None) -> RunStatus | None:
+    if raw is None:
+        return None
+    try:
+        return RunStatus(raw)
+    except ValueError:
+        statuses = ", ".join(repr(s.value) for s in RunStatus)
+        raise InvalidInput(
+            f"'status' is one of {statuses}, not {raw!r}", code="invalid_parameter"
+        ) from None
+
+
 def _run_id(request: web.Request) -> RunId:
     return RunId(request.match_info["id"])
 
 
 @routes.get("/api/v1/runs")
 async def list_runs(request: web.Request) -> web.Response:
-    params = read_query(request, ["thread", "task", "role", "after", "limit"])
+    params = read_query(request, ["thread", "task", "role", "status", "after", "limit"])
     runs = request.app[DATABASE_KEY].runs
     if sum(name in params for name in ("thread", "task", "role")) != 1:
         raise InvalidInput(
@@ -111,10 +123,10 @@ async def list_runs(request: web.Request) -> web.Response:
             code="missing_parameter",
         )
     if "thread" in params or "task" in params:
-        if "after" in params or "limit" in params:
+        if "after" in params or "limit" in params or "status" in params:
             raise InvalidInput(
-                "'after' and 'limit' page the runs of a role; a thread or a task has one run "
-                "per role",
+                "'after', 'limit' and 'status' page and filter the runs of a role; a thread "
+                "or a task has one run per role",
                 code="conflicting_parameters",
             )
         if "thread" in params:
@@ -124,7 +136,8 @@ async def list_runs(request: web.Request) -> web.Response:
         return web.json_response({"runs": [run_json(r, request) for r in found], "next": None})
     limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
     after = query_id(params, "after", "a run id")
-    found = await runs.of_role(params["role"], after=after, limit=limit + 1)
+    status = _status(params.get("status"))
+    found = await runs.of_role(params["role"], after=after, limit=limit + 1, status=status)
     page = found[:limit]
     return web.json_response(
         {

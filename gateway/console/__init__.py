@@ -7,6 +7,9 @@
     GET  /console/conversations              find conversations by person or role
     GET  /console/conversations/{id}         one conversation: participants, runs, timeline
     GET  /console/conversations/{id}/stream  its new events, live (Server-Sent Events)
+    GET  /console/runs                       a role's runs
+    GET  /console/runs/{id}                  one run: state, session, transcript; its controls
+    POST /console/runs/{id}/cancel|retry|token, GET|POST /console/runs/{id}/fresh
     GET  /console/static/{name}              the console's CSS and script (open)
     GET  /console/{anything else}            a page saying there is no such page
 
@@ -35,7 +38,7 @@ from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY
 from core.storage.engine import is_sqlite
-from gateway.console import conversations, login, overview, stream
+from gateway.console import conversations, login, overview, runs, stream
 from gateway.console.guard import CONSOLE_KEY, Console, Visit, page
 from gateway.console.limits import LoginRate
 from gateway.console.render import render, static
@@ -63,6 +66,13 @@ def add_routes(app: web.Application, settings: Settings) -> None:
     router.add_get("/console/conversations", conversations.find)
     router.add_get("/console/conversations/{id}", conversations.conversation)
     router.add_get("/console/conversations/{id}/stream", stream.follow)
+    router.add_get("/console/runs", runs.runs)
+    router.add_get("/console/runs/{id}", runs.run)
+    router.add_post("/console/runs/{id}/cancel", runs.cancel)
+    router.add_get("/console/runs/{id}/fresh", runs.fresh)
+    router.add_post("/console/runs/{id}/fresh", runs.fresh)
+    router.add_post("/console/runs/{id}/retry", runs.retry)
+    router.add_post("/console/runs/{id}/token", runs.token)
     router.add_get("/console/static/{name}", static)
     router.add_get("/console/{tail:.*}", missing)
 

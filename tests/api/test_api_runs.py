@@ -252,3 +252,21 @@ async def test_retry_refuses_a_ready_run_and_an_unknown_one(flaky: Api) -> None:
     (await flaky.post(f"/api/v1/runs/{run['id']}/retry")).error(409, "not_failed")
     (await flaky.post("/api/v1/runs/nope/retry")).error(404, "run_not_found")
     assert (await flaky.get("/api/v1/audit?action=run.retry")).body["records"] == []
+
+
+async def test_a_roles_runs_filtered_by_status(flaky: Api) -> None:
+    failing = await flaky.thread(ANN, "role:flaky")
+    await flaky.say(failing["id"], ANN, "are you there?")
+
+    async def failed() -> dict[str, Any] | None:
+        run = await _run_or_none(flaky, failing["id"])
+        return run if run and run["status"] == "failed" else None
+
+    run = await eventually(failed, what="the run failed its turn")
+
+    of_failed = (await flaky.get("/api/v1/runs?role=flaky&status=failed")).body["runs"]
+    of_ready = (await flaky.get("/api/v1/runs?role=flaky&status=ready")).body["runs"]
+    assert [r["id"] for r in of_failed] == [run["id"]] and of_ready == []
+    (await flaky.get("/api/v1/runs?role=flaky&status=asleep")).error(422, "invalid_parameter")
+    thread_filtered = await flaky.get(f"/api/v1/runs?thread={failing['id']}&status=failed")
+    thread_filtered.error(422, "conflicting_parameters")

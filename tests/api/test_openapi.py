@@ -363,6 +363,8 @@ async def _operator_api(call: Scenario, edge: Edge) -> dict[str, str]:
     await call("GET", "/api/v1/events?after=0", status=200)
     await call("GET", f"/api/v1/runs?thread={thread}", status=200)
     await call("GET", "/api/v1/runs?role=echo", status=200)
+    # The console's Runs page: a role's runs of one status.
+    await call("GET", "/api/v1/runs?role=echo&status=ready", status=200)
     await call("GET", f"/api/v1/runs/{run}", status=200)
     await call("GET", f"/api/v1/runs/{run}/turns", status=200)
     token = (await call("POST", f"/api/v1/runs/{run}/token", status=201))["token"]

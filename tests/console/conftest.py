@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,15 @@ from tests.browser.conftest import browser, chromium, open_page, troubles
 from tests.serving import free_port, serve
 from tests.settings import make_settings
 
-__all__ = ["Console", "ConsoleClient", "browser", "chromium", "open_page", "troubles"]
+__all__ = [
+    "Console",
+    "ConsoleClient",
+    "browser",
+    "chromium",
+    "open_page",
+    "serve_console",
+    "troubles",
+]
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -163,14 +172,20 @@ def console_app(tmp_path: Path, port: int) -> web.Application:
     )
 
 
-@pytest.fixture
-async def console(tmp_path: Path) -> AsyncIterator[Console]:
-    port = free_port()
-    app = console_app(tmp_path, port)
+@asynccontextmanager
+async def serve_console(app: web.Application, port: int, database: Path) -> AsyncIterator[Console]:
+    """`app` served on `port` as a `Console`; its browsers' sessions closed after."""
     sessions: list[aiohttp.ClientSession] = []
     async with serve(app, port=port) as server, aiohttp.ClientSession() as http:
         try:
-            yield Console(server, Api(server, http), tmp_path / "t.db", sessions)
+            yield Console(server, Api(server, http), database, sessions)
         finally:
             for session in sessions:
                 await session.close()
+
+
+@pytest.fixture
+async def console(tmp_path: Path) -> AsyncIterator[Console]:
+    port = free_port()
+    async with serve_console(console_app(tmp_path, port), port, tmp_path / "t.db") as served:
+        yield served
