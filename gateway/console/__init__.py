@@ -10,6 +10,9 @@
     GET  /console/runs                       a role's runs
     GET  /console/runs/{id}                  one run: state, session, transcript; its controls
     POST /console/runs/{id}/cancel|retry|token, GET|POST /console/runs/{id}/fresh
+    GET  /console/people[?q=TEXT]            people, found by name, email or identity
+    GET  /console/people/{slug}              one person: identities, conversations, changes
+    GET|POST /console/people/{slug}/{action} link, link-code, merge, (de)activate, erase
     GET  /console/static/{name}              the console's CSS and script (open)
     GET  /console/{anything else}            a page saying there is no such page
 
@@ -38,7 +41,7 @@ from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY
 from core.storage.engine import is_sqlite
-from gateway.console import conversations, login, overview, runs, stream
+from gateway.console import conversations, login, overview, people, people_actions, runs, stream
 from gateway.console.guard import CONSOLE_KEY, Console, Visit, page
 from gateway.console.limits import LoginRate
 from gateway.console.render import render, static
@@ -73,6 +76,10 @@ def add_routes(app: web.Application, settings: Settings) -> None:
     router.add_post("/console/runs/{id}/fresh", runs.fresh)
     router.add_post("/console/runs/{id}/retry", runs.retry)
     router.add_post("/console/runs/{id}/token", runs.token)
+    router.add_get("/console/people", people.people)
+    router.add_get("/console/people/{slug}", people.person)
+    router.add_get("/console/people/{slug}/{action}", people_actions.confirm)
+    router.add_post("/console/people/{slug}/{action}", people_actions.act)
     router.add_get("/console/static/{name}", static)
     router.add_get("/console/{tail:.*}", missing)
 
