@@ -10,13 +10,15 @@
     python -m bench.run_all --only malformed
     python -m bench.run_all --only approvals
     python -m bench.run_all --only traces
+    python -m bench.run_all --only console
 
 Each benchmark measures its ceiling in the same run, on the same machine, so the ratios mean
 something even when the absolute numbers move with the machine's load. `--only NAME` (recall,
-fanout, sse, slack, webhooks, acp, malformed, approvals or traces) runs that benchmark alone and
-writes its section over the one in the report (or after the others), saying when and where it
-was measured, apart from the run at the top. The approvals benchmark fails (`approvals.Failed`, a
-non-zero exit) once the report is written when any of its exactly-once counts is wrong.
+fanout, sse, slack, webhooks, acp, malformed, approvals, traces or console) runs that benchmark
+alone and writes its section over the one in the report (or after the others), saying when and
+where it was measured, apart from the run at the top. The approvals benchmark fails
+(`approvals.Failed`, a non-zero exit) once the report is written when any of its exactly-once
+counts is wrong.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bench import (
     acp_sleep,
     approvals,
     approvals_report,
+    console,
     fanout,
     ingest,
     recall,
@@ -84,6 +87,9 @@ APPROVALS_CONVERSATIONS = 1_000
 TRACES_CONVERSATIONS = 500
 TRACES_ROUND_TRIPS = 5_000
 TRACES_ROUNDS = 3
+CONSOLE_CONVERSATIONS = 10_000
+CONSOLE_EVENTS = 100_000
+CONSOLE_READS = 200
 
 RECALL_HEADING = "## Agent memory recall"
 MALFORMED_HEADING = "## Message ingest with malformed requests"
@@ -221,6 +227,7 @@ def main() -> None:
             "malformed",
             "approvals",
             "traces",
+            "console",
         ],
         help="run this benchmark alone",
     )
@@ -236,6 +243,7 @@ def main() -> None:
             "malformed": malformed_only,
             "approvals": approvals_only,
             "traces": traces_only,
+            "console": console_only,
         }
         print("\n".join(alone[only]()))
         return
@@ -711,6 +719,28 @@ def traces_only(
     )
     text = report.read_text() if report.exists() else ""
     report.write_text(_with_section(text, traces.HEADING, section))
+    return section
+
+
+def console_only(
+    report: Path = REPORT,
+    conversations: int = CONSOLE_CONVERSATIONS,
+    events: int = CONSOLE_EVENTS,
+    reads: int = CONSOLE_READS,
+) -> list[str]:
+    """Run the console's pages benchmark alone and write its section into `report`: over the
+    section there, or after the others."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rolecall-bench-") as tmp:
+        result = console.measure(Path(tmp), conversations, events, reads)
+    measured = (
+        f"Measured {today()} on {machine()} by `python -m bench.run_all --only console`, "
+        f"which took {time.monotonic() - started:.0f} s, apart from the run at the top of this "
+        "page."
+    )
+    section = console.section(result, measured=measured).splitlines()
+    text = report.read_text() if report.exists() else ""
+    report.write_text(_with_section(text, console.HEADING, section))
     return section
 
 

@@ -91,8 +91,10 @@ from gateway.api import persons as person_routes
 from gateway.api import replicas as replica_routes
 from gateway.api import runs as run_routes
 from gateway.api import search as search_routes
+from gateway.api import slack as slack_api_routes
 from gateway.api import subscriptions as subscription_routes
 from gateway.api import tasks as task_routes
+from gateway.api import thread_channels as thread_channels_routes
 from gateway.api import threads as thread_routes
 from gateway.api import tokens as token_routes
 from gateway.api import tools as tool_routes
@@ -217,6 +219,8 @@ def build_app(
     app.add_routes(openapi_routes.routes)
     app.add_routes(overview_routes.routes)
     app.add_routes(search_routes.routes)
+    app.add_routes(thread_channels_routes.routes)
+    app.add_routes(slack_api_routes.routes)
     console.add_routes(app, settings)  # /console: pages over this API (gateway.console)
     endpoint_routes.add_routes(app, settings)  # and the outbound delivery workers
     mcp_endpoint.add_routes(

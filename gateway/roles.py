@@ -16,6 +16,7 @@ from aiohttp import web
 
 from channels.edge.requests import ROLES_KEY, read_query
 from core.model.errors import NotFound
+from core.model.retention import written
 from core.model.roles import ManifestError, Role, load_roles
 from gateway.settings import Settings
 
@@ -33,7 +34,17 @@ def configured_roles(settings: Settings) -> dict[str, Role]:
 
 
 def role_json(role: Role) -> dict[str, Any]:
-    return {"address": role.address, **role.model_dump(mode="json")}
+    """The role as loaded, defaults filled in. Secrets appear only as the names of the settings
+    holding them: a manifest holds nothing else (`core.model.roles.role`), and no value is read
+    here. A retention is as a manifest writes it (`30d`, `forever`; null: the gateway's
+    default), not as an ISO 8601 duration."""
+    body = {"address": role.address, **role.model_dump(mode="json")}
+    kept = role.retention
+    body["retention"] = {
+        name: written(getattr(kept, name)) if getattr(kept, name) is not None else None
+        for name in ("messages", "memory", "transcripts", "deliveries")
+    }
+    return body
 
 
 @routes.get("/api/v1/roles")

@@ -68,8 +68,12 @@ async def _empty_postgres(url: str) -> None:
     connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         tables = [t.name for t in schema.metadata.sorted_tables if t.name != "stream_positions"]
+        restarts = "; ".join(
+            f"ALTER SEQUENCE {sequence} RESTART WITH 1"
+            for sequence in schema.POSITION_SEQUENCES.values()
+        )
         await connection.execute(
-            f"TRUNCATE {', '.join(tables)}; UPDATE stream_positions SET value = 0"
+            f"TRUNCATE {', '.join(tables)}; UPDATE stream_positions SET value = 0; {restarts}"
         )
     finally:
         await connection.close()

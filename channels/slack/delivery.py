@@ -59,7 +59,11 @@ streamed (`Streams`) only by the holder, and only for the turns it runs itself.
 
 Each post is made with the bot token of the DM's workspace (`Clients`): the one token of an app
 installed in one workspace, or the workspace's installation's. A workspace the app is no longer
-installed in takes nothing: its messages are skipped (and logged), the others' go on.
+installed in takes nothing: its messages are skipped (and logged), the others' go on. Every
+refusal Slack answers a post, update or deletion with (`token_revoked`, `channel_not_found`, …)
+is written as the workspace's latest (`SlackRefused`), which the operator API shows as the
+workspace's health (`GET /api/v1/slack/{role}/workspaces`); a call Slack never answered is only
+logged.
 
 Traced (`core.tracing`), each post is a `rolecall.slack.post` span in the trace of the commit that
 appended its event (a trace of its own when that commit is not known here).
@@ -147,6 +151,10 @@ NOT_UPDATED = PERMANENT | {"message_not_found", "cant_update_message", "edit_win
 NOT_DELETED = PERMANENT | {"cant_delete_message", "compliance_exports_prevent_deletion"}
 """Slack's answers to a deletion of a post that no retry changes: the post's text is replaced
 with a notice instead, if Slack takes that."""
+NOTE_EVERY = 60.0
+"""Seconds before the same refusal in a workspace is written again (a delivery waiting on a
+revoked token retries every few seconds); a different one, or one after a post went through,
+is written at once."""
 DMS_AT_ONCE = 16
 """DMs posted to at the same time (each DM's own posts stay in order and paced)."""
 STATUS_AFTER = 1.0
@@ -255,6 +263,8 @@ class Delivery:
         self.cursor = 0
         """Events up to this position have been delivered."""
         self._at_once = asyncio.Semaphore(DMS_AT_ONCE)
+        self._noted: dict[str, tuple[str, float]] = {}
+        """The refusal last written for each workspace, and when (`_note`)."""
         self.streams = Streams(role.name, clients, binding=self._streamed, heard=self._heard.get)
         """Replies shown as they are written; the host's draft listener is `streams.on_draft`."""
 
@@ -505,6 +515,7 @@ class Delivery:
             await self._db.slack.posted(
                 PostedToSlack(self.role.name, event.id, binding.channel_id, ts, post.thread_ts)
             )
+            self._noted.pop(binding.team_id, None)
         else:
             await self._db.slack.give_up(self.role.name, event.id)
 
@@ -621,6 +632,7 @@ class Delivery:
                 code = _code(error)
                 if code == "message_not_found":
                     return  # deleted already: a page done again
+                await self._note(post.team_id, error, "chat.delete")
                 if code in NOT_DELETED:
                     log.info("slack refused to delete %s (%s): replacing its text", ts, code)
                     with contextlib.suppress(SlackApiError, TimeoutError, aiohttp.ClientError):
@@ -660,6 +672,7 @@ class Delivery:
                 return
             except SlackApiError as error:
                 code = _code(error)
+                await self._note(binding.team_id, error, "chat.update")
                 if code in NOT_UPDATED:
                     log.warning("slack approval %s not updated: %s", resolved.target, code)
                     return
@@ -671,6 +684,18 @@ class Delivery:
         raise SlackUnavailable(
             f"approval {resolved.target} not updated in slack in {POST_ATTEMPTS} attempts"
         )
+
+    async def _note(self, team_id: str, error: SlackApiError, method: str) -> None:
+        """Slack refused a call in the workspace: written as its latest refusal (`slack_errors`,
+        what the operator API's workspace health shows) — the same one again only after
+        `NOTE_EVERY` seconds."""
+        code = _code(error) or f"http_{error.response.status_code}"
+        now = time.monotonic()
+        noted = self._noted.get(team_id)
+        if noted is not None and noted[0] == code and now - noted[1] < NOTE_EVERY:
+            return
+        self._noted[team_id] = (code, now)
+        await self._db.slack.refused(self.role.name, team_id, code, method)
 
     def _metadata(self, event: AnyEvent) -> dict[str, Any]:
         """The marker Slack keeps with our post of `event`: how `_find` knows it."""
@@ -715,6 +740,7 @@ class Delivery:
                 return str(answer["ts"])
             except SlackApiError as error:
                 code = _code(error)
+                await self._note(binding.team_id, error, "chat.postMessage")
                 if code in PERMANENT:
                     log.warning("slack will not take message %s: %s", event.id, code)
                     return None

@@ -101,6 +101,11 @@ class Fanout:
     def open_streams(self) -> int:
         return sum(len(streams) for streams in self._streams.values())
 
+    @property
+    def queued(self) -> int:
+        """Items handed to open streams and not yet sent to their browsers."""
+        return sum(s.queue.qsize() for streams in self._streams.values() for s in streams)
+
     # --- what the database and the run host tell -------------------------------------------
 
     def on_commit(self, events: Sequence[AnyEvent], _task_events: Sequence[TaskEvent]) -> None:

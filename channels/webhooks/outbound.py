@@ -10,7 +10,8 @@ and each task's); between the streams the order is the commit time's, best effor
 At least once: a cursor moves in the database only after the endpoint answered 2xx, in the
 same write that records the attempt (`RecordAttempt`, a compare-and-set on the cursors the worker
 stored last). A failure is written down too — failures in a row, the reason, when to try again —
-so a restart mid-backoff waits out what is left and sends the same event again. An event the
+so a restart mid-backoff waits out what is left and sends the same event again. Each attempt
+recorded joins the endpoint's delivery log in that same write (`endpoint_attempts`). An event the
 filters do not want moves the cursor too, written with the next attempt or at the end of a page.
 The request for an event is the same on every attempt, `webhook-id` included (the event's id):
 receivers deduplicate by it. Redirects are not followed.
@@ -69,6 +70,7 @@ from core.model.endpoints import (
     EndpointStatus,
     RetryPolicy,
     Standing,
+    Tried,
     after_attempt,
     ip_literal,
     payload,
@@ -171,10 +173,25 @@ class _Item:
             return Cursors(position=cursors.position, task_position=self.event.position)
         return Cursors(position=self.event.position, task_position=cursors.task_position)
 
+    @property
+    def type(self) -> str:
+        if isinstance(self.event, TaskEvent):
+            return task_type(self.event.kind)
+        return timeline_type(self.event.kind)
+
     def body(self) -> str:
         if isinstance(self.event, TaskEvent):
-            return payload(task_type(self.event.kind), self.event.at, self.event.to_json())
-        return payload(timeline_type(self.event.kind), self.event.at, event_json(self.event))
+            return payload(self.type, self.event.at, self.event.to_json())
+        return payload(self.type, self.event.at, event_json(self.event))
+
+    def tried(self, attempt: Attempt) -> Tried:
+        """The attempt as the endpoint's delivery log keeps it."""
+        return Tried(
+            event_id=self.event.id,
+            event_type=self.type,
+            position=self.event.position,
+            attempt=attempt,
+        )
 
 
 def _merged(
@@ -531,7 +548,7 @@ class _Worker:
                 jitter=self._out.jitter(),
             )
             cursors = item.past(self._cursors) if attempt.delivered else self._cursors
-            await self._record(cursors, standing)
+            await self._record(cursors, standing, item.tried(attempt))
             if attempt.delivered:
                 return
             log.info("endpoint %s: %s", self.id, standing.reason)
@@ -539,12 +556,14 @@ class _Worker:
                 raise _Stopped
             await self._wait_for_next_attempt()
 
-    async def _record(self, cursors: Cursors, standing: Standing) -> None:
+    async def _record(
+        self, cursors: Cursors, standing: Standing, tried: Tried | None = None
+    ) -> None:
         fence = self._held.fence if self._held is not None else None
         if fence is None and self._out.leasing.shared:
             raise _Changed  # not held: never written unfenced
         recorded = await self._db.endpoints.record(
-            self.id, seen=self._stored, cursors=cursors, standing=standing, fence=fence
+            self.id, seen=self._stored, cursors=cursors, standing=standing, fence=fence, tried=tried
         )
         if not recorded:
             raise _Changed

@@ -420,6 +420,49 @@ class Attempt:
         return text
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tried:
+    """An attempt with the event it tried to deliver: its id, its type (`timeline.message`,
+    `task.updated`) and its position in its stream."""
+
+    event_id: str
+    event_type: str
+    position: int
+    attempt: Attempt
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """One attempt of the endpoint's delivery log, numbered per endpoint (`seq`), with the
+    standing it left: the endpoint's status and its failures in a row after it."""
+
+    seq: int
+    at: datetime
+    event_id: str
+    event_type: str
+    position: int
+    http_status: int | None
+    outcome: str
+    delivered: bool
+    status: EndpointStatus
+    failures: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "at": rfc3339(self.at),
+            "event_id": self.event_id,
+            "type": self.event_type,
+            "stream": "task" if self.event_type.startswith("task.") else "timeline",
+            "position": self.position,
+            "delivered": self.delivered,
+            "http_status": self.http_status,
+            "outcome": self.outcome,
+            "status": self.status.value,
+            "failures": self.failures,
+        }
+
+
 def after_attempt(
     current: Standing,
     attempt: Attempt,

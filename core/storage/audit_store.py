@@ -1,9 +1,9 @@
 """The audit trail in SQL (`audit_records`): recorded, read in pages, pruned past its retention.
 
-`RecordAction` takes the next number of the `audit` counter in `stream_positions` inside the
-writer's transaction, as the timeline takes its positions: the counter row's lock is held until
-the commit, so records become visible in position order, on every replica, and a reader that
-resumes after a position never misses one (`page`). A command rolled back gives its number back.
+`RecordAction` takes the next position of the `audit` stream inside the writer's transaction, as
+the timeline takes its positions (`core.storage.positions`), and pages are read up to the
+stream's committed head, so a reader that resumes after a position never misses a record
+(`page`), whichever replica recorded it.
 
 Nothing here changes a record. `prune` deletes those recorded longer ago than a time kept (by the
 writer's clock, as every time of the trail), at most `limit` a write batch, so housekeeping never
@@ -17,24 +17,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select, update
+from sqlalchemy import Select, delete, insert, select
 
 from core.model.audit import Action, AuditRecord
 from core.model.timeline import ThreadId
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.housekeeping_store import CHUNK
+from core.storage.positions import read_committed
 from core.storage.rows import from_micros
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
-_a, _c = schema.audit_records, schema.stream_positions
-_ADVANCE = (
-    update(_c)
-    .where(_c.c.stream == schema.AUDIT_STREAM)
-    .values(value=_c.c.value + 1)
-    .returning(_c.c.value)
-)
+_a = schema.audit_records
 _INSERT = insert(_a)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -73,7 +68,7 @@ class RecordAction(NoRuns):
 
     def write(self, batch: Batch, plan: None) -> Callable[[], AuditRecord]:
         connection = batch.connection
-        position = int(connection.execute(_ADVANCE).scalar_one())
+        [position] = batch.take_positions(schema.AUDIT_STREAM, 1)
         done = self.action
         connection.execute(
             _INSERT,
@@ -129,9 +124,13 @@ def _filtered(statement: Select[Any], actor: str | None, action: str | None) -> 
 
 
 def forward(
-    connection: Reads, after: int, limit: int, actor: str | None, action: str | None
+    connection: Reads, after: int, limit: int, actor: str | None, action: str | None, upto: int
 ) -> AuditPage:
-    statement = _filtered(select(_a).where(_a.c.position > after), actor, action)
+    """Records after `after`, up to `upto` (the committed head: a reader resuming from `next`
+    misses none)."""
+    statement = _filtered(
+        select(_a).where(_a.c.position > after, _a.c.position <= upto), actor, action
+    )
     rows = connection.execute(statement.order_by(_a.c.position).limit(limit + 1)).all()
     page = [record_from_row(row) for row in rows[:limit]]
     return AuditPage(
@@ -140,9 +139,14 @@ def forward(
 
 
 def backward(
-    connection: Reads, before: int | None, limit: int, actor: str | None, action: str | None
+    connection: Reads,
+    before: int | None,
+    limit: int,
+    actor: str | None,
+    action: str | None,
+    upto: int,
 ) -> AuditPage:
-    statement = _filtered(select(_a), actor, action)
+    statement = _filtered(select(_a).where(_a.c.position <= upto), actor, action)
     if before is not None:
         statement = statement.where(_a.c.position < before)
     rows = connection.execute(statement.order_by(_a.c.position.desc()).limit(limit + 1)).all()
@@ -172,8 +176,12 @@ class SqlAuditTrail:
         """Forward from `after` (default: the first record), or backward: before `before`, or
         the newest page (`newest`); only `actor`'s records, or `action`'s, when given."""
         if newest or before is not None:
-            return await self._reads.transact(lambda c: backward(c, before, limit, actor, action))
-        return await self._reads.transact(lambda c: forward(c, after or 0, limit, actor, action))
+            return await read_committed(
+                self._reads, lambda c, h: backward(c, before, limit, actor, action, h.audit)
+            )
+        return await read_committed(
+            self._reads, lambda c, h: forward(c, after or 0, limit, actor, action, h.audit)
+        )
 
     async def prune(self, *, keep: timedelta, limit: int = CHUNK) -> int:
         """Delete every record made more than `keep` ago, `limit` a write batch; how many

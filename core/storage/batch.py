@@ -51,8 +51,9 @@ from core.model.timeline import (
     SystemNote,
     ThreadId,
 )
-from core.storage import batch_sql
+from core.storage import batch_sql, positions, schema
 from core.storage.ids import new_id
+from core.storage.positions import PgWriter
 from core.storage.rows import event_values, from_micros
 
 P = TypeVar("P")
@@ -249,9 +250,11 @@ def _reads_only(statement: Executable) -> bool:
 class Batch:
     """One transaction's unit of work: thread states under lock, and the events staged so far."""
 
-    def __init__(self, connection: Connection, now: int) -> None:
+    def __init__(self, connection: Connection, now: int, writer: PgWriter | None = None) -> None:
         self.connection = connection
         self.now = now
+        self.writer = writer
+        """PostgreSQL: the writer whose batch this is (positions come from the sequences)."""
         self.threads: dict[ThreadId, ThreadState] = {}
         self.staged: list[tuple[EventType, dict[str, Any], ThreadId, int, int]] = []
         self.committed: list[AnyEvent] = []
@@ -322,15 +325,19 @@ class Batch:
         self.staged.append((kind, fields, thread.id, thread.last_seq, thread.last_at))
         return len(self.staged) - 1
 
+    def take_positions(self, stream: str, count: int) -> list[int]:
+        """`count` new positions of `stream` (`core.storage.positions`)."""
+        return positions.take(self.connection, stream, count, self.writer, self.now)
+
     def flush(self) -> None:
-        """Write what was staged: positions from the counter, events, thread and member rows."""
+        """Write what was staged: positions for the events, the events, thread and member rows."""
         connection = self.connection
         if self.staged:
-            count = len(self.staged)
-            position = batch_sql.advance_positions(connection, count) - count
+            taken = self.take_positions(schema.EVENTS_STREAM, len(self.staged))
             committed: list[AnyEvent] = []
-            for kind, fields, thread_id, seq, at in self.staged:
-                position += 1
+            for (kind, fields, thread_id, seq, at), position in zip(
+                self.staged, taken, strict=True
+            ):
                 committed.append(
                     kind(
                         id=EventId(new_id()),

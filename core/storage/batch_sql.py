@@ -5,9 +5,7 @@ commands staged. These are those reads and writes, as small functions over a con
 
 - `thread_rows` reads threads with their members, `FOR UPDATE` and in id order (so batches of
   several replicas lock in the same order and cannot deadlock); `run_rows` reads runs.
-- `advance_positions` moves the timeline's position counter by the number of events staged and
-  returns its new value. It is an UPDATE of one row inside the transaction: committers queue on
-  that row, so positions become visible in commit order.
+- Positions come from `core.storage.positions` (the batch's `take_positions`).
 - The rest insert the staged events and update thread, member and run rows, one executemany
   each; `insert_rows` inserts the rows commands asked for after the flush.
 
@@ -31,7 +29,6 @@ from core.storage.statements import DriverStatement, Row
 
 _t, _p, _r = schema.threads, schema.thread_participants, schema.runs
 _l = schema.leases
-_counter = schema.stream_positions
 LOAD_MOST = 256
 """Ids read by one statement, at most."""
 
@@ -54,12 +51,6 @@ def run_rows(connection: Connection, ids: Sequence[str]) -> list[Row]:
     for chunk in _padded(ids):
         rows += _load_runs(len(chunk)).rows(connection, chunk)
     return rows
-
-
-def advance_positions(connection: Connection, count: int) -> int:
-    """Take `count` timeline positions; the last one taken."""
-    end: int = _ADVANCE.scalar(connection, (count,))
-    return end
 
 
 def insert_events(connection: Connection, rows: list[Row]) -> None:
@@ -154,13 +145,6 @@ def _insert_into(table: Table, columns: tuple[str, ...]) -> DriverStatement:
     return DriverStatement(statement, [f"v_{c}" for c in columns])
 
 
-_ADVANCE = DriverStatement(
-    update(_counter)
-    .where(_counter.c.stream == schema.EVENTS_STREAM)
-    .values(value=_counter.c.value + bindparam("n", type_=_counter.c.value.type))
-    .returning(_counter.c.value),
-    ["n"],
-)
 _INSERT_EVENTS = DriverStatement(
     schema.events.insert().values({c: bindparam(f"e_{c}") for c in EVENT_COLUMNS}),
     [f"e_{c}" for c in EVENT_COLUMNS],

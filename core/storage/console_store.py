@@ -13,10 +13,11 @@ a page costs no write.
 
 **The overview's counts and finding people**, for the operator API's read routes
 (`gateway.api.overview`, `gateway.api.search`): threads in all, every run's status and whether
-its session was ever opened (the gateway adds what its run host holds now), turns that failed
-since a time, and people whose slug, name, email or a linked identity holds a text. The counts
+its session was ever opened (the gateway adds what its run host holds now), and people whose
+slug, name, email or a linked identity holds a text. The counts
 scan their tables (`count(*)`; the runs' ids and two flags); the people search is a `LIKE` over
-`persons` and `identities`, paged by slug.
+`persons` and `identities`, paged by slug. The last hour's turns and what waits to be delivered
+are read by `core.storage.overview_reads`, each by an index (named there).
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from typing import Any
 
 from sqlalchemy import delete, exists, func, or_, select, update
 
+from core.model.activity import FinishedTurn
 from core.model.people import Person
-from core.model.runs.run import RunId, RunStatus, TurnOutcome
+from core.model.runs.run import RunId, RunStatus
 from core.model.timeline import ThreadId
-from core.storage import schema
+from core.storage import overview_reads, schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
+from core.storage.deliveries_reads import ThreadChannels, thread_channels
+from core.storage.message_search import FoundMessages, found_messages
 from core.storage.people_store import person_from_row
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
@@ -234,13 +238,30 @@ class SqlConsole:
     async def run_census(self) -> RunCensus:
         return await self._reads.transact(_census)
 
-    async def failed_turns_since(self, since: int) -> int:
-        """Turns that ended failed (every attempt failed) at or after `since` (microseconds)."""
-        turns = schema.turns
-        query = select(func.count()).where(
-            turns.c.outcome == TurnOutcome.FAILED.value, turns.c.finished_at >= since
+    async def finished_turns_since(self, since: int) -> list[FinishedTurn]:
+        """The turns that finished at or after `since` (microseconds), by
+        `ix_turns_finished_at` (`core.storage.overview_reads`)."""
+        return await self._reads.transact(lambda c: overview_reads.finished_turns_since(c, since))
+
+    async def slack_backlog(self) -> list[overview_reads.SlackBacklog]:
+        return await self._reads.transact(overview_reads.slack_backlog)
+
+    async def endpoint_backlog(self) -> overview_reads.EndpointBacklog:
+        return await self._reads.transact(overview_reads.endpoint_backlog)
+
+    async def channels_of(
+        self, thread_id: ThreadId, first_seq: int, last_seq: int
+    ) -> ThreadChannels:
+        """The thread's channels and its messages' Slack state in `first_seq..last_seq`."""
+        return await self._reads.transact(
+            lambda c: thread_channels(c, thread_id, first_seq, last_seq)
         )
-        return await self._reads.transact(lambda c: int(c.execute(query).scalar_one()))
+
+    async def find_messages(self, text: str, *, before: int | None, limit: int) -> FoundMessages:
+        """Messages whose text holds `text` (case aside), newest first (`message_search`)."""
+        return await self._reads.transact(
+            lambda c: found_messages(c, text, before=before, limit=limit)
+        )
 
     async def find_persons(self, text: str, *, after: str | None, limit: int) -> list[Person]:
         """People, in slug order after `after`, whose slug, display name, email or a linked

@@ -175,7 +175,13 @@ async def open_database(
         if task_events:
             task_bus.publish(task_events[-1].position)
 
-    writer = Writer(writes, clock=clock, on_commit=committed, max_batch=max_batch)
+    writer = Writer(
+        writes,
+        clock=clock,
+        on_commit=committed,
+        max_batch=max_batch,
+        multi_writer=not is_sqlite(url),
+    )
     writer.start()
     repository = SqlThreadRepository(reads, writer)
     notifications: PgNotifications | None = None

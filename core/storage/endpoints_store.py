@@ -9,6 +9,12 @@ parked or disabled it went — so an answer that arrives late never undoes a rep
 replicas, each endpoint is delivered by the holder of its lease (`LeaseKind.ENDPOINT`, the
 endpoint's id), and `RecordAttempt` names the holder's fence: a replica that lost the lease
 cannot move the cursors or the standing (`LeaseLost`).
+
+The delivery log (`endpoint_attempts`): a recorded attempt is appended to its endpoint's log in
+the same write, numbered per endpoint, so the log holds exactly the attempts whose outcome the
+row took (an attempt refused by the compare-and-set is not logged); only the newest
+`KEPT_ATTEMPTS` are kept. Reads add what lies ahead of an endpoint (`Backlog`): how many
+committed events are past its cursors, and its latest failed attempt.
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from core.model.endpoints import (
     Cursors,
+    Delivery,
     Endpoint,
     EndpointId,
     EndpointStatus,
     Filters,
     Standing,
+    Tried,
     cursor_before,
     replayed,
 )
@@ -37,21 +45,22 @@ from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.ids import new_id
 from core.storage.leases_store import check_fence
+from core.storage.positions import handed_out, read_committed
 from core.storage.rows import from_micros, to_micros
 from core.storage.tasks_store import event_from_row
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
-_ep, _c, _te = schema.endpoints, schema.stream_positions, schema.task_events
-_HEADS = select(_c.c.stream, _c.c.value).where(
-    _c.c.stream.in_([schema.EVENTS_STREAM, schema.TASK_EVENTS_STREAM])
-)
+_ep, _te = schema.endpoints, schema.task_events
+_at, _ev = schema.endpoint_attempts, schema.events
+KEPT_ATTEMPTS = 1_000
+"""How many of its newest attempts an endpoint's delivery log keeps."""
 START, TASK_START = "from_position", "from_task_position"
 """The fields positions come in, named in errors."""
 _ENDPOINT = select(_ep).where(_ep.c.id == bindparam("id"))
 _TASK_EVENTS_SINCE = (
     select(_te)
-    .where(_te.c.position > bindparam("after"))
+    .where(_te.c.position > bindparam("after"), _te.c.position <= bindparam("upto"))
     .order_by(_te.c.position)
     .limit(bindparam("limit"))
 )
@@ -79,11 +88,9 @@ def endpoint_from_row(row: Any) -> Endpoint:
 
 
 def _heads(connection: Reads) -> Cursors:
-    values = {row.stream: row.value for row in connection.execute(_HEADS)}
-    return Cursors(
-        position=int(values.get(schema.EVENTS_STREAM, 0)),
-        task_position=int(values.get(schema.TASK_EVENTS_STREAM, 0)),
-    )
+    """Where each stream's positions have got to (`core.storage.positions.handed_out`)."""
+    heads = handed_out(connection)  # type: ignore[arg-type]
+    return Cursors(position=heads.events, task_position=heads.tasks)
 
 
 def _standing_values(standing: Standing) -> dict[str, Any]:
@@ -156,6 +163,8 @@ class RecordAttempt(NoRuns):
     cursors: Cursors
     standing: Standing
     fence: Fence | None = None
+    tried: Tried | None = None
+    """The attempt, for the delivery log (None: events the filters passed over)."""
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> None:
@@ -179,7 +188,36 @@ class RecordAttempt(NoRuns):
                 **_standing_values(self.standing),
             )
         ).rowcount
+        if changed == 1 and self.tried is not None:
+            _log_attempt(batch, self.endpoint_id, self.tried, self.standing)
         return lambda: changed == 1
+
+
+def _log_attempt(batch: Batch, endpoint_id: EndpointId, tried: Tried, standing: Standing) -> None:
+    """Append the attempt to the endpoint's delivery log, and forget what falls off its end."""
+    last = batch.connection.execute(
+        select(func.max(_at.c.seq)).where(_at.c.endpoint_id == endpoint_id)
+    ).scalar()
+    seq = int(last or 0) + 1
+    batch.connection.execute(
+        insert(_at).values(
+            endpoint_id=endpoint_id,
+            seq=seq,
+            at=batch.now,
+            event_id=tried.event_id,
+            event_type=tried.event_type,
+            position=tried.position,
+            http_status=tried.attempt.status,
+            outcome=tried.attempt.describe(),
+            delivered=tried.attempt.delivered,
+            status=standing.status.value,
+            failures=standing.failures,
+        )
+    )
+    if seq > KEPT_ATTEMPTS:
+        batch.connection.execute(
+            delete(_at).where(_at.c.endpoint_id == endpoint_id, _at.c.seq <= seq - KEPT_ATTEMPTS)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +268,7 @@ class DeleteEndpoint(NoRuns):
 
     def write(self, batch: Batch, plan: Endpoint) -> Callable[[], Endpoint]:
         endpoint = plan
+        batch.connection.execute(delete(_at).where(_at.c.endpoint_id == self.endpoint_id))
         batch.connection.execute(delete(_ep).where(_ep.c.id == self.endpoint_id))
         return lambda: endpoint
 
@@ -237,9 +276,84 @@ class DeleteEndpoint(NoRuns):
 # --- reads --------------------------------------------------------------------------------------
 
 
-def task_events_since(connection: Connection, after: int, limit: int) -> list[TaskEvent]:
-    rows = connection.execute(_TASK_EVENTS_SINCE, {"after": after, "limit": limit})
+def task_events_since(connection: Connection, after: int, limit: int, upto: int) -> list[TaskEvent]:
+    """The task events after `after` and at most `upto` (the committed head), in order."""
+    rows = connection.execute(_TASK_EVENTS_SINCE, {"after": after, "upto": upto, "limit": limit})
     return [event_from_row(row) for row in rows]
+
+
+def delivery_from_row(row: Any) -> Delivery:
+    return Delivery(
+        seq=row.seq,
+        at=from_micros(row.at),
+        event_id=row.event_id,
+        event_type=row.event_type,
+        position=row.position,
+        http_status=row.http_status,
+        outcome=row.outcome,
+        delivered=bool(row.delivered),
+        status=EndpointStatus(row.status),
+        failures=row.failures,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backlog:
+    """What lies ahead of an endpoint: the committed events past its cursors in each stream it
+    follows, of the kinds it wants (before its roles and threads filters, which its worker
+    applies as it reads: with those, at most this many), and its latest failed attempt."""
+
+    events: int
+    task_events: int
+    last_failure: Delivery | None
+
+    def to_json(self) -> dict[str, Any]:
+        failure = self.last_failure
+        return {
+            "pending": {"events": self.events, "task_events": self.task_events},
+            "last_failure": failure.to_json() if failure is not None else None,
+        }
+
+
+def backlog(connection: Connection, endpoint: Endpoint) -> Backlog:
+    filters, cursors = endpoint.filters, endpoint.cursors
+    events = task_events = 0
+    if filters.wants_timeline:
+        events = connection.execute(
+            select(func.count())
+            .select_from(_ev)
+            .where(_ev.c.position > cursors.position, _ev.c.kind.in_(sorted(filters.kinds)))
+        ).scalar_one()
+    if filters.wants_tasks:
+        task_events = connection.execute(
+            select(func.count()).select_from(_te).where(_te.c.position > cursors.task_position)
+        ).scalar_one()
+    failed = connection.execute(
+        select(_at)
+        .where(_at.c.endpoint_id == endpoint.id, _at.c.delivered.is_(False))
+        .order_by(_at.c.seq.desc())
+        .limit(1)
+    ).first()
+    return Backlog(
+        events=int(events),
+        task_events=int(task_events),
+        last_failure=delivery_from_row(failed) if failed is not None else None,
+    )
+
+
+def deliveries(
+    connection: Connection, endpoint_id: str, *, before: int | None, failed: bool, limit: int
+) -> tuple[list[Delivery], bool]:
+    """The endpoint's logged attempts, newest first, before `seq` `before`; `failed`: only
+    the failed ones. And whether older ones remain."""
+    _get(connection, endpoint_id)  # NotFound for an unknown endpoint
+    query = select(_at).where(_at.c.endpoint_id == endpoint_id)
+    if before is not None:
+        query = query.where(_at.c.seq < before)
+    if failed:
+        query = query.where(_at.c.delivered.is_(False))
+    rows = connection.execute(query.order_by(_at.c.seq.desc()).limit(limit + 1)).all()
+    return [delivery_from_row(row) for row in rows[:limit]], len(rows) > limit
 
 
 class SqlEndpointRepository:
@@ -266,9 +380,13 @@ class SqlEndpointRepository:
         cursors: Cursors,
         standing: Standing,
         fence: Fence | None = None,
+        tried: Tried | None = None,
     ) -> bool:
-        """False when the row is not as seen; `LeaseLost` when `fence` is no longer the lease's."""
-        return await self._writer.run(RecordAttempt(endpoint_id, seen, cursors, standing, fence))
+        """False when the row is not as seen; `LeaseLost` when `fence` is no longer the lease's.
+        `tried`, the attempt that led here, joins the endpoint's delivery log when recorded."""
+        return await self._writer.run(
+            RecordAttempt(endpoint_id, seen, cursors, standing, fence, tried)
+        )
 
     async def replay(
         self, endpoint_id: EndpointId, *, start: int | None = None, task_start: int | None = None
@@ -290,6 +408,34 @@ class SqlEndpointRepository:
 
         return await self._reads.transact(read)
 
+    async def with_backlog(self, endpoint_id: str) -> tuple[Endpoint, Backlog]:
+        """The endpoint and what lies ahead of it, in one snapshot."""
+
+        def read(c: Connection) -> tuple[Endpoint, Backlog]:
+            endpoint = _get(c, endpoint_id)
+            return endpoint, backlog(c, endpoint)
+
+        return await self._reads.transact(read)
+
+    async def all_with_backlog(self) -> list[tuple[Endpoint, Backlog]]:
+        """Every endpoint, oldest first, with what lies ahead of it, in one snapshot."""
+
+        def read(c: Connection) -> list[tuple[Endpoint, Backlog]]:
+            found = [endpoint_from_row(r) for r in c.execute(select(_ep).order_by(_ep.c.id))]
+            return [(endpoint, backlog(c, endpoint)) for endpoint in found]
+
+        return await self._reads.transact(read)
+
+    async def deliveries(
+        self, endpoint_id: str, *, before: int | None = None, failed: bool = False, limit: int = 50
+    ) -> tuple[list[Delivery], bool]:
+        """The endpoint's delivery log, newest first (`NotFound` for an unknown endpoint)."""
+        return await self._reads.transact(
+            lambda c: deliveries(c, endpoint_id, before=before, failed=failed, limit=limit)
+        )
+
     async def task_events_since(self, position: int, *, limit: int) -> list[TaskEvent]:
         """Task events of every task with a position past `position`, in position order."""
-        return await self._reads.transact(lambda c: task_events_since(c, position, limit))
+        return await read_committed(
+            self._reads, lambda c, heads: task_events_since(c, position, limit, heads.tasks)
+        )

@@ -6,11 +6,12 @@ each, the follower keeps how far it has **dispatched**: every position up to it 
 to this process's listeners (`Database.listen`), none after it. It starts at the heads read when
 the database is opened: listeners hear what is committed from then on.
 
-- Positions have no gaps and become visible in commit order (`core.storage.writer`), so what
-  the database holds after the dispatched position is exactly what is still to dispatch,
-  whichever replica committed it.
-- The quick way: a local commit (the writer's `on_commit`) whose events start right after the
-  dispatched position, in each stream, is dispatched at once, without a read.
+- Reads go up to each stream's committed head (`core.storage.positions`): nothing at or below
+  it can be committed later, so what the database holds after the dispatched position and up to
+  the head is exactly what is still to dispatch there, whichever replica committed it.
+- The quick way: a local commit (the writer's `on_commit`) whose events are exactly the
+  positions right after the dispatched one, in each stream, is dispatched at once, without a
+  read: no other writer has anything below them.
 - The reading way: when a local commit leaves a gap before it (another replica committed in
   between), a notification from another replica says its heads are beyond ours, the safety poll
   finds the heads beyond ours, or the notifications connection is back after an outage, the
@@ -39,11 +40,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent
-from core.storage import schema, threads_reads
+from core.storage import positions, threads_reads
 from core.storage.bus import CommittedEvents
 from core.storage.endpoints_store import task_events_since
 from core.storage.errors import StorageUnavailable
@@ -100,24 +101,24 @@ def dispatch(
             log.exception("a committed-event listener failed")
 
 
-_s = schema.stream_positions
-_HEADS = select(_s.c.stream, _s.c.value).where(
-    _s.c.stream.in_([schema.EVENTS_STREAM, schema.TASK_EVENTS_STREAM])
-)
-
-
 def read_heads(conn: Connection) -> Heads:
-    """The highest committed position of each stream."""
-    values = {row.stream: int(row.value) for row in conn.execute(_HEADS)}
-    return Heads(values.get(schema.EVENTS_STREAM, 0), values.get(schema.TASK_EVENTS_STREAM, 0))
+    """Each stream's committed head (`core.storage.positions`): a transaction of its own."""
+    heads = positions.committed_heads(conn)
+    return Heads(heads.events, heads.tasks)
+
+
+async def _read_heads(reads: Transactor) -> Heads:
+    heads = await positions.committed(reads)
+    return Heads(heads.events, heads.tasks)
 
 
 def read_after(
-    conn: Connection, after: Heads, limit: int
+    conn: Connection, after: Heads, limit: int, upto: positions.Heads
 ) -> tuple[Sequence[AnyEvent], list[TaskEvent]]:
-    """Up to `limit` events of each stream after `after`, in position order (one snapshot)."""
-    events = threads_reads.since(conn, after.events, limit).events
-    return events, task_events_since(conn, after.tasks, limit)
+    """Up to `limit` events of each stream after `after` and up to its committed head `upto`,
+    in position order (one snapshot)."""
+    events = threads_reads.since(conn, after.events, limit, upto.events).events
+    return events, task_events_since(conn, after.tasks, limit, upto.tasks)
 
 
 class Follower:
@@ -166,7 +167,7 @@ class Follower:
         self._notifications = notifications
         self._stops.append(await notifications.listen(COMMITS_CHANNEL, self._heard))
         self._stops.append(notifications.on_reconnect(self._reconnected))
-        self._dispatched = await self._reads.transact(read_heads)
+        self._dispatched = await _read_heads(self._reads)
         self._following = True
         self._publish()
         self._poll = asyncio.create_task(self._safety_poll(), name="rolecall-follow-poll")
@@ -272,8 +273,8 @@ class Follower:
         """Read and dispatch one page of each stream; whether that was all there was."""
         after = self._dispatched
         try:
-            events, task_events = await self._reads.transact(
-                lambda c: read_after(c, after, self._page)
+            events, task_events = await positions.read_committed(
+                self._reads, lambda c, upto: read_after(c, after, self._page, upto)
             )
         except StorageUnavailable as error:
             if not self._unreachable:
@@ -296,7 +297,7 @@ class Follower:
         while True:
             await asyncio.sleep(self._poll_every)
             try:
-                heads = await self._reads.transact(read_heads)
+                heads = await _read_heads(self._reads)
             except StorageUnavailable:
                 continue  # said by the reads, and by the writer's requests
             except Exception:
@@ -307,5 +308,6 @@ class Follower:
 
 
 def _follows(events: Sequence[AnyEvent] | Sequence[TaskEvent], position: int) -> bool:
-    """Whether `events` start right after `position` (or there are none)."""
-    return not events or events[0].position == position + 1
+    """Whether `events` are the positions right after `position`, with no gap among them (or
+    there are none): on PostgreSQL another replica's writer may have taken one in between."""
+    return positions.follows_on([e.position for e in events], position)

@@ -221,10 +221,11 @@ def news(
 
 
 def turn_input(
-    conn: Connection, current: Run, limit: int, recent: int, with_tasks: bool = True
+    conn: Connection, current: Run, limit: int, recent: int, tasks_upto: int | None
 ) -> TurnInput:
     """The driver's read for one turn of `current` (as the host last knew it); task news only
-    `with_tasks` (the host knows when there may be some)."""
+    given `tasks_upto`, the task events' committed head (the host knows when there may be
+    some)."""
     assert current.thread_id is not None, "only conversation runs read a thread"
     role = current.role_address
     page = news(conn, current.thread_id, role, current.cursor, limit)
@@ -236,8 +237,8 @@ def turn_input(
                 conn, current.thread_id, role, current.cursor + 1, recent
             )
         subscribed = subscriptions_store.subscribed_tasks(conn, current.id)
-    if with_tasks:
-        tasks = subscriptions_store.task_news(conn, current, limit)
+    if tasks_upto is not None:
+        tasks = subscriptions_store.task_news(conn, current, limit, tasks_upto)
     else:
         tasks = TaskNews(news=(), read_to=current.task_cursor, more=False)
     return TurnInput(run=current, page=page, recent=opening, tasks=tasks, subscribed=subscribed)

@@ -21,6 +21,7 @@ from core.model.tasks import TaskId
 from core.model.timeline import AnyEvent, EventId, ThreadId
 from core.storage import runs_reads
 from core.storage.pages import DEFAULT_PAGE, TimelinePage
+from core.storage.positions import Heads, read_committed
 from core.storage.runs_commands import (
     AdvanceCursor,
     EnsureConversationRun,
@@ -229,16 +230,19 @@ class SqlRunRepository:
         SQLite it runs on the event loop); a read that fails answers its own request with its
         error."""
 
-        def read_all(c: Connection) -> list[TurnInput | Exception]:
+        def read_all(c: Connection, heads: Heads | None) -> list[TurnInput | Exception]:
             answers: list[TurnInput | Exception] = []
             for run, with_tasks in requests:
+                upto = heads.tasks if heads is not None and with_tasks else None
                 try:
-                    answers.append(runs_reads.turn_input(c, run, limit, recent, with_tasks))
+                    answers.append(runs_reads.turn_input(c, run, limit, recent, upto))
                 except Exception as error:
                     answers.append(error)
             return answers
 
-        return await self._reads.transact_brief(read_all)
+        if any(with_tasks for _, with_tasks in requests):  # task news: to the committed head
+            return await read_committed(self._reads, read_all, brief=True)
+        return await self._reads.transact_brief(lambda c: read_all(c, None))
 
     async def task_turn_input(self, run: Run, *, limit: int) -> TaskTurnInput:
         return await self._reads.transact(lambda c: runs_reads.task_turn_input(c, run, limit))

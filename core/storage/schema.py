@@ -9,8 +9,12 @@
   `detail` holds the fields of an approval event that have no column of their own.
 - `pending_approvals`: the approvals not resolved yet (the request event's id, its thread and
   run, when it expires); a resolution deletes the row in the same transaction.
-- `stream_positions`: one counter row per stream; updating it serialises committers, so positions
-  become visible in order and a reader resuming from a position never misses one.
+- `stream_positions`: on SQLite, one counter row per stream; updating it inside the committing
+  transaction hands positions out in commit order. On PostgreSQL each stream has a sequence
+  instead (`POSITION_SEQUENCES`) and every writer a row of `stream_writers`: the highest
+  position of each stream its committed batches took, and the key of the advisory lock it holds
+  while a batch is open — readers read only up to what every open batch cannot go below
+  (`core.storage.positions`), so committers of many replicas never queue on one row.
 - `runs`: the unit of agent work — one per role per thread (a conversation run) or per task. Its
   `cursor` is the `seq` in its thread up to which it has looked; `session_id` its current session.
 - `run_sessions`: a run's sessions, numbered; `state` is what the runtime needs to resume one
@@ -36,10 +40,12 @@
 - `thread_predecessors`: a thread kept beside another by a merge of two people, recorded as the
   other's predecessor (its history pages into it).
 - `slack_*`: the Slack channel's deliveries, DMs, messages, cursors and outbox (`slack_outbox`:
-  posts intended, not yet recorded); and, for roles whose app is installed in many workspaces
-  over OAuth, `slack_installations`, `slack_bots` and `slack_oauth_states` — slack_sdk's
+  posts intended, not yet recorded), the latest refusal Slack answered in each workspace
+  (`slack_errors`); and, for roles whose app is installed in many workspaces over OAuth,
+  `slack_installations`, `slack_bots` and `slack_oauth_states` — slack_sdk's
   SQLAlchemy stores' own tables, reproduced column for column (the SDK reads and writes them;
   the migration, not the SDK, creates them).
+- `endpoint_attempts`: each outbound endpoint's delivery log, its newest attempts only.
 - `operator_tokens`: named operator tokens (`core.model.operators`), kept only as SHA-256 digests;
   a revoked one keeps its row (its name is never given again). `default` is the configured one.
 - `audit_records`: the audit trail of operator actions (`core.model.audit`), numbered by the
@@ -226,6 +232,8 @@ turns = Table(
     Column("attempts", JSON, nullable=False),
     Column("error", Text),
     UniqueConstraint("run_id", "number"),
+    # The overview's last hour (`core.storage.overview_reads`): a range of finish times.
+    Index(None, "finished_at"),
 )
 
 memory_entries = Table(
@@ -364,7 +372,10 @@ slack_events = Table(
     Column("event_id", String(64), primary_key=True),
     Column("role", String(64), nullable=False),
     Column("received_at", BigInteger, nullable=False),
+    # The workspace it came from (none for receipts kept before 0027): a workspace's last event.
+    Column("team_id", String(32)),
     Index(None, "received_at"),
+    Index(None, "role", "team_id", "received_at"),
 )
 
 slack_conversations = Table(
@@ -413,6 +424,18 @@ slack_outbox = Table(
     Column("message_id", String(32), primary_key=True),
     Column("channel_id", String(32), nullable=False),
     Column("created_at", BigInteger, nullable=False),
+)
+
+slack_errors = Table(
+    "slack_errors",
+    metadata,
+    # The latest refusal Slack answered a call of a role's app in a workspace with (a post, an
+    # update, a deletion): its error code (`token_revoked`), the Web API method, and when.
+    Column("role", String(64), primary_key=True),
+    Column("team_id", String(32), primary_key=True),
+    Column("code", String(64), nullable=False),
+    Column("method", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
 )
 
 # --- Slack installations over OAuth: slack_sdk's SQLAlchemyInstallationStore and
@@ -536,6 +559,25 @@ endpoints = Table(
     Column("updated_at", BigInteger, nullable=False),
 )
 
+endpoint_attempts = Table(
+    "endpoint_attempts",
+    metadata,
+    # Each endpoint's delivery log: every attempt to deliver an event (numbered per endpoint by
+    # `seq`), what it answered, and the standing it left. Only the newest few are kept
+    # (`core.storage.endpoints_store.KEPT_ATTEMPTS`); deleted with the endpoint.
+    Column("endpoint_id", String(32), ForeignKey("endpoints.id"), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at", BigInteger, nullable=False),
+    Column("event_id", String(32), nullable=False),
+    Column("event_type", String(64), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("http_status", Integer),
+    Column("outcome", Text, nullable=False),
+    Column("delivered", Boolean, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("failures", Integer, nullable=False),
+)
+
 replicas = Table(
     "replicas",
     metadata,
@@ -621,6 +663,30 @@ audit_records = Table(
 
 AUDIT_STREAM = "audit"
 """The `stream_positions` counter that numbers audit records."""
+
+STREAMS = (EVENTS_STREAM, TASK_EVENTS_STREAM, AUDIT_STREAM)
+POSITION_SEQUENCES = {
+    EVENTS_STREAM: "events_positions",
+    TASK_EVENTS_STREAM: "task_events_positions",
+    AUDIT_STREAM: "audit_positions",
+}
+"""PostgreSQL: the sequence that hands out each stream's positions (created by the migration,
+outside this metadata; SQLite keeps the `stream_positions` counters)."""
+
+stream_writers = Table(
+    "stream_writers",
+    metadata,
+    # One per writer (a gateway process's writer, on PostgreSQL): the highest position of each
+    # stream its committed batches took, and the second key of the transaction-scoped advisory
+    # lock (`core.storage.positions.WRITER_LOCKS`, lock_key) each of its batches holds.
+    Column("writer", String(64), primary_key=True),
+    Column("lock_key", Integer, nullable=False, unique=True),
+    Column("events", BigInteger, nullable=False, server_default="0"),
+    Column("task_events", BigInteger, nullable=False, server_default="0"),
+    Column("audit", BigInteger, nullable=False, server_default="0"),
+    Column("registered_at", BigInteger, nullable=False),
+    Column("used_at", BigInteger, nullable=False),
+)
 
 MEMORY_SEARCH = "memory_search"
 """SQLite's FTS5 table over `memory_entries.text` (columns `text`, `entry_id`)."""

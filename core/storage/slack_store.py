@@ -45,6 +45,8 @@ from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.engine import dialect_of
 from core.storage.leases_store import check_fence
+from core.storage.positions import handed_out_expression
+from core.storage.slack_reads import WorkspacePage, workspaces
 from core.storage.threads_commands import PostMessage, Retract
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
@@ -61,13 +63,9 @@ _ev, _cv, _m, _cur, _out = (
     schema.slack_outbox,
 )
 _e, _tp, _p = schema.events, schema.thread_participants, schema.persons
+_err = schema.slack_errors
 _CHUNK = 500
 """Ids in one `IN (…)`."""
-
-
-_HEAD = select(schema.stream_positions.c.value).where(
-    schema.stream_positions.c.stream == schema.EVENTS_STREAM
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +80,12 @@ class _Upserts:
     intend: Any
 
     @classmethod
-    def of(cls, dialect: Any) -> _Upserts:
-        # A DM bound to a thread (anew, or to another one) starts at the stream's head now.
-        bind = dialect.insert(_cv).values(since_position=_HEAD.scalar_subquery())
+    def of(cls, dialect: Any, name: str) -> _Upserts:
+        # A DM bound to a thread (anew, or to another one) starts at the stream's head now: the
+        # highest position handed out, since the batch holds the thread's lock no other batch
+        # can be committing events of this thread below it.
+        head = handed_out_expression(name, schema.EVENTS_STREAM)
+        bind = dialect.insert(_cv).values(since_position=head)
         advance = dialect.insert(_cur)
         return cls(
             delivery=dialect.insert(_ev).on_conflict_do_nothing(index_elements=["event_id"]),
@@ -117,15 +118,21 @@ def _upserts(connection: Connection) -> _Upserts:
     name = connection.dialect.name
     found = _UPSERTS.get(name)
     if found is None:
-        found = _UPSERTS[name] = _Upserts.of(dialect_of(connection))
+        found = _UPSERTS[name] = _Upserts.of(dialect_of(connection), name)
     return found
 
 
-def _first_delivery(batch: Batch, event_id: str, role: str) -> bool:
-    """Record the delivery; False when it was recorded before (a retry, or a replay)."""
+def _first_delivery(batch: Batch, delivery: SlackDelivery) -> bool:
+    """Record the delivery (with its workspace); False when it was recorded before (a retry, or
+    a replay)."""
     inserted = batch.connection.execute(
         _upserts(batch.connection).delivery,
-        {"event_id": event_id, "role": role, "received_at": batch.now},
+        {
+            "event_id": delivery.event_id,
+            "role": delivery.role,
+            "received_at": batch.now,
+            "team_id": delivery.team_id,
+        },
     )
     return inserted.rowcount == 1
 
@@ -244,7 +251,7 @@ class SayFromSlack(NoRuns):
 
     def write(self, batch: Batch, plan: _Heard) -> Callable[[], AnyEvent | None]:
         d = self.delivery
-        if plan.repeat or not _first_delivery(batch, d.event_id, d.role):
+        if plan.repeat or not _first_delivery(batch, d):
             return lambda: None
         assert plan.post is not None
         finish = plan.post.write(batch, None)
@@ -299,7 +306,7 @@ class RetractFromSlack(NoRuns):
 
     def write(self, batch: Batch, plan: _Heard) -> Callable[[], AnyEvent | None]:
         d = self.delivery
-        if plan.repeat or not _first_delivery(batch, d.event_id, d.role):
+        if plan.repeat or not _first_delivery(batch, d):
             return lambda: None
         if plan.retract is None:
             return lambda: None
@@ -318,7 +325,7 @@ class SeenInSlack(NoRuns):
         pass
 
     def write(self, batch: Batch, plan: None) -> Callable[[], bool]:
-        first = _first_delivery(batch, self.delivery.event_id, self.delivery.role)
+        first = _first_delivery(batch, self.delivery)
         return lambda: first
 
 
@@ -402,6 +409,31 @@ class GiveUpPost(NoRuns):
 
     def write(self, batch: Batch, plan: None) -> Callable[[], None]:
         _fulfil(batch, self.role, self.message_id)
+        return lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class SlackRefused(NoRuns):
+    """Slack refused a call of the role's app in a workspace (`code`, as Slack answered it, such
+    as `token_revoked`; `method`, the Web API method): it is the workspace's latest refusal."""
+
+    role: str
+    team_id: str
+    code: str
+    method: str
+    thread_ids: Sequence[ThreadId] = ()
+
+    def check(self, batch: BatchView) -> None:
+        pass
+
+    def write(self, batch: Batch, plan: None) -> Callable[[], None]:
+        insert = dialect_of(batch.connection).insert(_err)
+        values = {"code": self.code, "method": self.method, "at": batch.now}
+        batch.connection.execute(
+            insert.values(role=self.role, team_id=self.team_id, **values).on_conflict_do_update(
+                index_elements=["role", "team_id"], set_=values
+            )
+        )
         return lambda: None
 
 
@@ -664,6 +696,18 @@ class SqlSlackRepository:
 
     async def give_up(self, role: str, message_id: EventId) -> None:
         await self._writer.run(GiveUpPost(role, message_id))
+
+    async def refused(self, role: str, team_id: str, code: str, method: str) -> None:
+        """Slack refused a call of the role's app in the workspace (`SlackRefused`)."""
+        await self._writer.run(SlackRefused(role, team_id, code, method))
+
+    async def workspaces(
+        self, role: str, *, client_id: str | None, after: str | None, limit: int
+    ) -> WorkspacePage:
+        """The role's workspaces and their health, in team id order (`slack_reads`)."""
+        return await self._reads.transact(
+            lambda c: workspaces(c, role, client_id=client_id, after=after, limit=limit)
+        )
 
     async def intents(self, role: str) -> list[EventId]:
         """The events the role's delivery meant to post and has not recorded or given up."""

@@ -19,23 +19,23 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core.model.errors import NotFound
 from core.model.runs.run import Run, RunId
 from core.model.tasks import ExternalRef, Task, TaskEvent, TaskId
-from core.model.timeline import ThreadId
+from core.model.timeline import ThreadId, rfc3339
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns
+from core.storage.positions import handed_out
+from core.storage.rows import from_micros
 from core.storage.tasks_store import event_from_row, lock_external, task_by_external, task_from_row
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
 _s, _e, _t, _r = schema.subscriptions, schema.task_events, schema.tasks, schema.runs
 _x = schema.external_subscriptions
-_c = schema.stream_positions
-_HEAD = select(_c.c.value).where(_c.c.stream == schema.TASK_EVENTS_STREAM)
 
 
 class _OfRun:
@@ -66,7 +66,9 @@ class Subscribe(_OfRun):
     def write(self, batch: Batch, plan: bool) -> Callable[[], bool]:
         if not plan:
             return lambda: False
-        since = batch.connection.execute(_HEAD).scalar_one()
+        # On PostgreSQL a task event being committed by another replica at this moment may
+        # count as before the subscription: the two are concurrent.
+        since = handed_out(batch.connection).tasks
         batch.connection.execute(
             insert(_s).values(
                 run_id=self.run_id, task_id=self.task_id, since=since, created_at=batch.now
@@ -178,16 +180,21 @@ _NEWS = (
     select(_e, *_TASK_COLUMNS)
     .join(_s, and_(_s.c.task_id == _e.c.task_id, _s.c.run_id == bindparam("run_id")))
     .join(_t, _t.c.id == _e.c.task_id)
-    .where(_e.c.position > bindparam("after"), _e.c.position > _s.c.since)
+    .where(
+        _e.c.position > bindparam("after"),
+        _e.c.position <= bindparam("upto"),
+        _e.c.position > _s.c.since,
+    )
     .order_by(_e.c.position)
     .limit(bindparam("limit"))
 )
 
 
-def task_news(conn: Connection, run: Run, limit: int) -> TaskNews:
-    rows = conn.execute(
-        _NEWS, {"run_id": run.id, "after": run.task_cursor, "limit": limit + 1}
-    ).all()
+def task_news(conn: Connection, run: Run, limit: int, upto: int) -> TaskNews:
+    """The run's task news after its task cursor, up to `upto` (the task events' committed
+    head, `core.storage.positions`: its cursor may then move to what it read)."""
+    params = {"run_id": run.id, "after": run.task_cursor, "upto": upto, "limit": limit + 1}
+    rows = conn.execute(_NEWS, params).all()
     read = rows[:limit]
     pairs = [(_task(row), event_from_row(row)) for row in read]
     return TaskNews(
@@ -213,6 +220,68 @@ def subscribers(conn: Connection, task_id: TaskId) -> list[Watcher]:
         .where(_s.c.task_id == task_id, _r.c.thread_id.is_not(None))
     )
     return [(RunId(r.id), ThreadId(r.thread_id), r.role) for r in conn.execute(query)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscriber:
+    """A conversation's run watching a task, as operators see it: since which task-event
+    position its news begins, and when it subscribed."""
+
+    run_id: RunId
+    thread_id: ThreadId
+    role: str
+    since: int
+    subscribed_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "role": self.role,
+            "since": self.since,
+            "subscribed_at": rfc3339(from_micros(self.subscribed_at)),
+        }
+
+
+def subscribers_page(
+    conn: Connection, task_id: str, after: str | None, limit: int
+) -> tuple[list[Subscriber], bool]:
+    """The runs watching the task, by run id after `after`, at most `limit`, and whether more
+    remain; `NotFound` for an unknown task."""
+    if conn.execute(select(_t.c.id).where(_t.c.id == task_id)).first() is None:
+        raise NotFound(f"no task with id {task_id!r}", code="task_not_found")
+    query = (
+        select(_r.c.id, _r.c.thread_id, _r.c.role, _s.c.since, _s.c.created_at)
+        .join(_s, _s.c.run_id == _r.c.id)
+        .where(_s.c.task_id == task_id, _r.c.thread_id.is_not(None))
+    )
+    if after is not None:
+        query = query.where(_r.c.id > after)
+    rows = conn.execute(query.order_by(_r.c.id).limit(limit + 1)).all()
+    found = [
+        Subscriber(
+            run_id=RunId(r.id),
+            thread_id=ThreadId(r.thread_id),
+            role=r.role,
+            since=r.since,
+            subscribed_at=r.created_at,
+        )
+        for r in rows[:limit]
+    ]
+    return found, len(rows) > limit
+
+
+def subscriber_counts(conn: Connection, task_ids: Sequence[str]) -> dict[str, int]:
+    """How many conversations watch each of the tasks (a task nobody watches: absent)."""
+    if not task_ids:
+        return {}
+    query = (
+        select(_s.c.task_id, func.count())
+        .join(_r, _r.c.id == _s.c.run_id)
+        .where(_s.c.task_id.in_(list(task_ids)), _r.c.thread_id.is_not(None))
+        .group_by(_s.c.task_id)
+    )
+    return {str(task_id): int(n) for task_id, n in conn.execute(query)}
 
 
 def routes(conn: Connection, task_id: TaskId) -> tuple[list[Watcher], str | None]:
@@ -297,6 +366,16 @@ class SqlSubscriptionRepository:
     async def routes(self, task_id: TaskId) -> tuple[list[Watcher], str | None]:
         """The runs watching the task and its assignee role, in one read."""
         return await self._reads.transact(lambda c: routes(c, task_id))
+
+    async def subscribers(
+        self, task_id: str, *, after: str | None = None, limit: int = 50
+    ) -> tuple[list[Subscriber], bool]:
+        """A page of the runs watching the task, by run id, and whether more remain."""
+        return await self._reads.transact(lambda c: subscribers_page(c, task_id, after, limit))
+
+    async def counts(self, task_ids: Sequence[str]) -> dict[str, int]:
+        """How many conversations watch each task."""
+        return await self._reads.transact(lambda c: subscriber_counts(c, task_ids))
 
     async def of_run(self, run_id: RunId) -> list[TaskId]:
         return await self._reads.transact(lambda c: subscriptions_of(c, run_id))

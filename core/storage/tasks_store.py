@@ -40,15 +40,9 @@ from core.storage.rows import from_micros
 from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
-_t, _e, _c = schema.tasks, schema.task_events, schema.stream_positions
+_t, _e = schema.tasks, schema.task_events
 _x = schema.external_subscriptions
 _LOCK_EXTERNAL = sql("SELECT pg_advisory_xact_lock(hashtextextended(:ref, 0))")
-_ADVANCE = (
-    update(_c)
-    .where(_c.c.stream == schema.TASK_EVENTS_STREAM)
-    .values(value=_c.c.value + 1)
-    .returning(_c.c.value)
-)
 _TASK = select(_t).where(_t.c.id == bindparam("id"))
 _TASK_FOR_UPDATE = _TASK.with_for_update()
 _INSERT_TASK = insert(_t)
@@ -95,7 +89,7 @@ def _append(
     changes: dict[str, Any],
     text: str | None = None,
 ) -> TaskEvent:
-    position = batch.connection.execute(_ADVANCE).scalar_one()
+    [position] = batch.take_positions(schema.TASK_EVENTS_STREAM, 1)
     event = TaskEvent(
         id=new_id(),
         task_id=task_id,
@@ -289,6 +283,23 @@ def task_with_events(conn: Connection, task_id: str) -> tuple[Task, list[TaskEve
     return task_from_row(row), [event_from_row(e) for e in events]
 
 
+def task_events_page(
+    conn: Connection, task_id: str, after: int, limit: int
+) -> tuple[Task, list[TaskEvent], bool]:
+    """The task, its events after `seq` `after` in `seq` order (at most `limit`), and whether
+    more remain; `NotFound` for an unknown task."""
+    row = conn.execute(_TASK, {"id": task_id}).first()
+    if row is None:
+        raise NotFound(f"no task with id {task_id!r}", code="task_not_found")
+    rows = conn.execute(
+        select(_e)
+        .where(_e.c.task_id == task_id, _e.c.seq > after)
+        .order_by(_e.c.seq)
+        .limit(limit + 1)
+    ).all()
+    return task_from_row(row), [event_from_row(e) for e in rows[:limit]], len(rows) > limit
+
+
 def task_row(conn: Reads, task_id: str) -> Task | None:
     row = conn.execute(_TASK, {"id": task_id}).first()
     return task_from_row(row) if row else None
@@ -368,6 +379,13 @@ class SqlTaskRepository:
 
     async def get(self, task_id: str) -> tuple[Task, list[TaskEvent]]:
         return await self._reads.transact(lambda c: task_with_events(c, task_id))
+
+    async def events(
+        self, task_id: str, *, after: int = 0, limit: int = 50
+    ) -> tuple[Task, list[TaskEvent], bool]:
+        """The task and a page of its events after `seq` `after`, in one snapshot; whether
+        more remain."""
+        return await self._reads.transact(lambda c: task_events_page(c, task_id, after, limit))
 
     async def list(
         self,

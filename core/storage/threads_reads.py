@@ -93,15 +93,12 @@ _NEWEST_FIRST = _RANGE.order_by(_e.c.seq.desc()).limit(bindparam("limit"))
 NO_END = 2**62
 _SINCE = DriverStatement(
     select(_e, RETRACTED)
-    .where(_e.c.position > bindparam("position"))
+    .where(_e.c.position > bindparam("position"), _e.c.position <= bindparam("upto"))
     .order_by(_e.c.position)
     .limit(bindparam("limit")),
-    ["position", "limit"],
+    ["position", "upto", "limit"],
 )
 _ARCHIVE_BEFORE = select(_t.c.archive_before).where(_t.c.id == bindparam("thread_id"))
-_HEAD = select(schema.stream_positions.c.value).where(
-    schema.stream_positions.c.stream == schema.EVENTS_STREAM
-)
 
 
 def threads_by_id(conn: Connection, ids: Sequence[ThreadId]) -> list[Thread]:
@@ -246,13 +243,11 @@ def backward(
     )
 
 
-def since(conn: Connection, position: int, limit: int) -> EventPage:
-    events = [event_of(row) for row in _SINCE.rows(conn, (position, limit))]
+def since(conn: Connection, position: int, limit: int, upto: int) -> EventPage:
+    """Every thread's events after `position` and at most `upto` (the committed head,
+    `core.storage.positions`), in position order."""
+    events = [event_of(row) for row in _SINCE.rows(conn, (position, upto, limit))]
     return EventPage(events=events, next=events[-1].position if events else position)
-
-
-def head(conn: Connection) -> int:
-    return int(conn.execute(_HEAD).scalar() or 0)
 
 
 def _range(

@@ -30,7 +30,7 @@ from core.model.timeline import (
     StateChange,
     ThreadId,
 )
-from core.storage import threads_reads
+from core.storage import positions, threads_reads
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE, EventPage, ThreadPage, TimelinePage
 from core.storage.threads_commands import (
     ChangeParticipantState,
@@ -201,7 +201,12 @@ class SqlThreadRepository:
         return await self._reads.transact(read)
 
     async def events_since(self, position: int, *, limit: int = MAX_PAGE) -> EventPage:
-        return await self._reads.transact_brief(lambda c: threads_reads.since(c, position, limit))
+        return await positions.read_committed(
+            self._reads,
+            lambda c, heads: threads_reads.since(c, position, limit, heads.events),
+            brief=True,
+        )
 
     async def head(self) -> int:
-        return await self._reads.transact(threads_reads.head)
+        """The timeline's committed head: every position up to it is readable."""
+        return (await positions.committed(self._reads)).events

@@ -6,9 +6,11 @@ then answers each caller and nudges the bus. So:
 
 - What a caller was told is committed: the answer is sent after the commit.
 - After the commit, `on_commit` gets the timeline events and the task events the batch appended.
-- Positions are handed out in commit order. The position counter row is updated inside the
-  transaction, which serialises committers (across processes too, on PostgreSQL), so no reader
-  ever sees position N+1 while N is still uncommitted.
+- Positions (`core.storage.positions`): on SQLite the counter row is updated inside the
+  transaction, so positions are handed out in commit order. On PostgreSQL they come from
+  sequences, and each batch holds this writer's advisory lock from its first statement to its
+  end, which is what lets readers of every replica read only up to what no open batch can still
+  go below — without committers queueing on one row.
 - Each command is carried out in two phases, its check then its write (`core.storage.batch`):
   the check reads and refuses, the write stages and writes. A refusal raised by a write is a
   bug, logged as one; its command still fails alone, as below.
@@ -18,11 +20,11 @@ then answers each caller and nudges the bus. So:
   encode, a constraint raced by another replica) — that transaction is rolled back whole and the
   batch is redone the careful way, still as one transaction with one commit: each command in a
   savepoint of its own, carried out and flushed there, the savepoint rolled back if it raises.
-  So the command that raised gets its error, every other command commits, nothing of the failed
-  one remains, and positions have no gaps (a rolled-back savepoint gives its positions back
-  before anyone can read them). The quick way is the common one and costs nothing extra; the
-  careful way costs a savepoint and a flush per command, only for batches that need it. If it is
-  the COMMIT that is refused (a deferred constraint), each command is retried alone.
+  So the command that raised gets its error, every other command commits, and nothing of the
+  failed one remains (on SQLite a rolled-back savepoint gives its positions back; on PostgreSQL
+  they stay a gap, which readers pass over). The quick way is the common one and costs nothing
+  extra; the careful way costs a savepoint and a flush per command, only for batches that need
+  it. If it is the COMMIT that is refused (a deferred constraint), each command is retried alone.
 - What a caller is told after the commit (its command's finisher) is computed per command: one
   that raises answers its own caller only, and never undoes or redoes the commit.
 - Thread rows are locked up front in id order (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
@@ -54,8 +56,10 @@ from core import tracing
 from core.model.errors import RolecallError
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent
+from core.storage import positions
 from core.storage.batch import Batch, Command, Raced
 from core.storage.errors import StorageUnavailable
+from core.storage.positions import PgWriter
 from core.storage.rows import to_micros
 from core.storage.transact import Transactor
 
@@ -80,8 +84,13 @@ class Writer:
         clock: Callable[[], datetime],
         on_commit: Callable[[Sequence[AnyEvent], Sequence[TaskEvent]], None],
         max_batch: int = 256,
+        multi_writer: bool = False,
     ) -> None:
+        """`multi_writer` (PostgreSQL): positions come from the streams' sequences, this writer
+        registered in `stream_writers` before its first batch (`core.storage.positions`)."""
         self._transactor = transactor
+        self._multi_writer = multi_writer
+        self._registered: PgWriter | None = None
         self._clock = clock
         self._on_commit = on_commit
         self._max_batch = max_batch
@@ -140,11 +149,25 @@ class Writer:
         finally:
             batch.end()
 
+    async def _writer(self, now: int) -> PgWriter | None:
+        """This writer's registration (PostgreSQL), made and committed before its first batch."""
+        if not self._multi_writer:
+            return None
+        if self._registered is None:
+            self._registered = await self._transactor.transact(
+                lambda c: positions.register_writer(c, now)
+            )
+        return self._registered
+
     async def _commit_batch(self, pending: list[_Pending]) -> None:
         commands = [one.command for one in pending]
         now = to_micros(self._clock())
+        writer = await self._writer(now)
         try:
-            done = await self._transactor.transact(lambda c: _apply(c, commands, now))
+            done = await self._transactor.transact(lambda c: _apply(c, commands, now, writer))
+        except positions.WriterGone:
+            self._registered = None  # registered again for the next batch
+            raise
         except _Raised as raised:  # rolled back whole: redo it the careful way
             if len(pending) == 1:
                 _log_failure(raised.error)
@@ -158,7 +181,9 @@ class Writer:
                     type(raised.error).__name__,
                 )
             try:
-                done = await self._transactor.transact(lambda c: _apply_each(c, commands, now))
+                done = await self._transactor.transact(
+                    lambda c: _apply_each(c, commands, now, writer)
+                )
             except DBAPIError:
                 await self._one_by_one(pending)
                 return
@@ -228,11 +253,15 @@ def _appended(batch: Batch, before: tuple[int, int]) -> tuple[int, int]:
     return len(batch.staged) - before[0], len(batch.task_events) - before[1]
 
 
-def _apply(connection: Connection, commands: list[Command[Any, Any]], now: int) -> Done:
+def _apply(
+    connection: Connection, commands: list[Command[Any, Any]], now: int, writer: PgWriter | None
+) -> Done:
     """The quick way: every command is carried out in one batch, then one flush writes it all.
     Any exception (a refusal included: the commands before it have written) rolls it all back,
-    as `_Raised`."""
-    batch = Batch(connection, now)
+    as `_Raised` — but a writer found gone fails the batch as it is."""
+    if writer is not None:
+        positions.open_batch(connection, writer)
+    batch = Batch(connection, now, writer)
     try:
         batch.load([tid for command in commands for tid in command.thread_ids])
         batch.load_runs([rid for command in commands for rid in command.run_ids])
@@ -243,17 +272,24 @@ def _apply(connection: Connection, commands: list[Command[Any, Any]], now: int) 
             finishers.append(_carry_out(command, batch))
             shares.append(_appended(batch, before))
         batch.flush()
+    except positions.WriterGone:
+        raise
     except Exception as error:
         raise _Raised(error) from error
     return finishers, [batch], shares
 
 
-def _apply_each(connection: Connection, commands: list[Command[Any, Any]], now: int) -> Done:
+def _apply_each(
+    connection: Connection, commands: list[Command[Any, Any]], now: int, writer: PgWriter | None
+) -> Done:
     """The careful way: each command carried out and flushed in a savepoint of its own, with a
-    batch of its own (which reads the thread and run rows as the commands before it left them)."""
+    batch of its own (which reads the thread and run rows as the commands before it left them).
+    The writer's lock is taken before any savepoint, so that none can give it back early."""
+    if writer is not None:
+        positions.open_batch(connection, writer)
     # Every thread is locked first, in id order, as the quick way does (so replicas cannot
     # deadlock); each in a savepoint, so an id the driver refuses fails only its command.
-    locks = Batch(connection, now)
+    locks = Batch(connection, now, writer)
     for thread_id in sorted({tid for command in commands for tid in command.thread_ids}):
         with contextlib.suppress(Exception), connection.begin_nested():
             locks.load([thread_id])
@@ -261,13 +297,15 @@ def _apply_each(connection: Connection, commands: list[Command[Any, Any]], now: 
     batches: list[Batch] = []
     shares: list[tuple[int, int]] = []
     for command in commands:
-        batch = Batch(connection, now)
+        batch = Batch(connection, now, writer)
         try:
             with connection.begin_nested():
                 batch.load(command.thread_ids)
                 batch.load_runs(command.run_ids)
                 finisher = _carry_out(command, batch)
                 batch.flush()
+        except positions.WriterGone:
+            raise
         except Exception as error:
             _log_failure(error)
             outcomes.append(_told(error))

@@ -3,8 +3,11 @@
     POST   /api/v1/endpoints               register: {url, kinds?, roles?, threads?,
                                            from_position?, from_task_position?} -> 201, with
                                            its signing secret (shown only here)
-    GET    /api/v1/endpoints               every endpoint, oldest first
-    GET    /api/v1/endpoints/{id}          one: status, reason, failures, cursors, next attempt
+    GET    /api/v1/endpoints               every endpoint, oldest first, with its backlog
+    GET    /api/v1/endpoints/{id}          one: status, reason, failures, cursors, next attempt,
+                                           pending events and its last failure
+    GET    /api/v1/endpoints/{id}/deliveries[?before=SEQ&failed=true&limit=N]
+                                           its delivery log, newest attempt first
     POST   /api/v1/endpoints/{id}/replay   {from_position?, from_task_position?}: deliver again
                                            from there (inclusive); active again if parked or
                                            disabled
@@ -28,6 +31,8 @@ from channels.edge.requests import (
     ROLES_KEY,
     created,
     field,
+    query_bool,
+    query_int,
     read_object,
     read_query,
 )
@@ -47,6 +52,7 @@ from core.model.endpoints import (
 )
 from core.model.errors import InvalidInput, NotFound
 from core.model.timeline import ThreadId
+from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 from gateway.api.audit import audited, note
 from gateway.replica import REPLICA_KEY
 from gateway.settings import Settings, lease_terms
@@ -138,15 +144,34 @@ async def _check_filters(request: web.Request, filters: Filters) -> None:
 @routes.get("/api/v1/endpoints")
 async def list_endpoints(request: web.Request) -> web.Response:
     read_query(request, [])
-    endpoints = await request.app[DATABASE_KEY].endpoints.all()
-    return web.json_response({"endpoints": [e.to_json() for e in endpoints]})
+    found = await request.app[DATABASE_KEY].endpoints.all_with_backlog()
+    shown = [{**endpoint.to_json(), **ahead.to_json()} for endpoint, ahead in found]
+    return web.json_response({"endpoints": shown})
 
 
 @routes.get("/api/v1/endpoints/{id}")
 async def show_endpoint(request: web.Request) -> web.Response:
     read_query(request, [])
-    endpoint = await request.app[DATABASE_KEY].endpoints.get(request.match_info["id"])
-    return web.json_response(endpoint.to_json())
+    endpoint, ahead = await request.app[DATABASE_KEY].endpoints.with_backlog(
+        request.match_info["id"]
+    )
+    return web.json_response({**endpoint.to_json(), **ahead.to_json()})
+
+
+@routes.get("/api/v1/endpoints/{id}/deliveries")
+async def list_deliveries(request: web.Request) -> web.Response:
+    params = read_query(request, ["before", "failed", "limit"])
+    before = query_int(params, "before", default=0, low=1) if "before" in params else None
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    found, more = await request.app[DATABASE_KEY].endpoints.deliveries(
+        request.match_info["id"], before=before, failed=query_bool(params, "failed"), limit=limit
+    )
+    return web.json_response(
+        {
+            "deliveries": [d.to_json() for d in found],
+            "next": found[-1].seq if more and found else None,
+        }
+    )
 
 
 @routes.post("/api/v1/endpoints/{id}/replay")

@@ -30,6 +30,7 @@ from gateway.api.openapi_audit import audit_paths, audit_schemas
 from gateway.api.openapi_edge import OPENAPI_PATH, edge_paths
 from gateway.api.openapi_paths import OPERATOR, operator_paths, shared_responses
 from gateway.api.openapi_schemas import components
+from gateway.api.openapi_slack import slack_paths
 
 __all__ = ["OPENAPI_PATH", "document", "routes"]
 
@@ -68,6 +69,7 @@ _TAGS = [
     ("tasks", "tracked work items"),
     ("people", "people and their channel identities"),
     ("endpoints", "outbound webhook endpoints"),
+    ("slack", "the roles' Slack apps and the health of the workspaces they are installed in"),
     ("replicas", "the replicas serving this database"),
     ("tokens", "named, revocable operator tokens"),
     ("audit", "the audit trail of operator actions"),
@@ -103,7 +105,7 @@ def _encoded() -> bytes:
         },
         "tags": [{"name": name, "description": what} for name, what in _TAGS],
         "security": OPERATOR,
-        "paths": {**operator_paths(), **audit_paths(), **edge_paths()},
+        "paths": {**operator_paths(), **slack_paths(), **audit_paths(), **edge_paths()},
         "components": {
             "schemas": {**components(), **audit_schemas()},
             "responses": shared_responses(),

@@ -21,6 +21,7 @@ from core.model.runs.run import RunStatus
 from core.model.tasks import TaskStatus
 from core.storage.pages import DEFAULT_PAGE, MAX_PAGE
 from gateway.api.approvals import LISTED
+from gateway.api.openapi_overview import overview_schema
 from gateway.api.openapi_schemas import (
     BOOLEAN,
     STRING,
@@ -330,6 +331,23 @@ def _threads() -> dict[str, Any]:
                     403: "`not_a_member`",
                     404: "`thread_not_found`",
                     422: "`invalid_address`, `conflicting_parameters`",
+                },
+            ),
+        ),
+        "/api/v1/threads/{id}/channels": path(
+            _THREAD,
+            get=operation(
+                "thread_channels",
+                "The Slack DMs and widget identities of a thread, and its messages' state there",
+                tag=tag,
+                parameters=[
+                    position("first", "the first seq whose delivery state to read", low=1),
+                    position("last", "the last (at most 499 after `first`)", low=1),
+                ],
+                answers={200: answer("its channels", ref("ThreadChannels"))},
+                failures={
+                    404: "`thread_not_found`",
+                    422: "`missing_parameter`, `invalid_parameter`",
                 },
             ),
         ),
@@ -676,6 +694,28 @@ def _tasks() -> dict[str, Any]:
                 },
             ),
         ),
+        "/api/v1/tasks/{id}/events": path(
+            _TASK,
+            get=operation(
+                "list_task_events",
+                "A task and its events, a page at a time",
+                tag=tag,
+                parameters=[position("after", "the events after this `seq`"), limit()],
+                answers={200: answer("a page, in `seq` order", ref("TaskEventPage"))},
+                failures={404: "`task_not_found`"},
+            ),
+        ),
+        "/api/v1/tasks/{id}/subscribers": path(
+            _TASK,
+            get=operation(
+                "list_task_subscribers",
+                "The conversations' runs watching a task",
+                tag=tag,
+                parameters=[after_id("run id"), limit()],
+                answers={200: answer("a page, by run id", ref("TaskSubscriberPage"))},
+                failures={404: "`task_not_found`"},
+            ),
+        ),
         "/api/v1/tasks/{id}/comments": path(
             _TASK,
             post=operation(
@@ -897,9 +937,9 @@ def _endpoints() -> dict[str, Any]:
             _ENDPOINT,
             get=operation(
                 "show_endpoint",
-                "One endpoint: status, reason, failures, cursors",
+                "One endpoint: status, reason, failures, cursors, backlog",
                 tag=tag,
-                answers={200: answer("the endpoint", ref("Endpoint"))},
+                answers={200: answer("the endpoint", ref("EndpointShown"))},
                 failures={404: "`endpoint_not_found`"},
             ),
             delete=operation(
@@ -907,6 +947,21 @@ def _endpoints() -> dict[str, Any]:
                 "Delete an endpoint; its deliveries stop",
                 tag=tag,
                 answers={200: answer("the endpoint as it was", ref("EndpointDeleted"))},
+                failures={404: "`endpoint_not_found`"},
+            ),
+        ),
+        "/api/v1/endpoints/{id}/deliveries": path(
+            _ENDPOINT,
+            get=operation(
+                "list_deliveries",
+                "An endpoint's delivery log, newest attempt first",
+                tag=tag,
+                parameters=[
+                    position("before", "the attempts before this `seq`", low=1),
+                    flag("failed", "only the failed attempts"),
+                    limit(),
+                ],
+                answers={200: answer("a page", ref("DeliveryPage"))},
                 failures={404: "`endpoint_not_found`"},
             ),
         ),
@@ -943,36 +998,13 @@ def _endpoints() -> dict[str, Any]:
 
 def _overview_and_search() -> dict[str, Any]:
     """`gateway.api.overview` and `gateway.api.search` (what the console reads)."""
-    count = {"type": "integer", "minimum": 0}
-    runs = obj(
-        {
-            name: described(count, what)
-            for name, what in (
-                ("total", "every run"),
-                ("failed", "runs whose status is failed (overlaps the four below)"),
-                ("running", "a turn of it runs here now"),
-                ("awake", "its session is held here, no turn runs"),
-                ("asleep", "its session was opened once and is not held here"),
-                ("not_opened", "its current session has not been opened yet"),
-            )
-        }
-    )
-    overview = obj(
-        {
-            "at": {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"},
-            "replica": described(STRING, "the replica that answered (its run host's figures)"),
-            "threads": described(count, "every thread"),
-            "runs": {**runs, "additionalProperties": False},
-            "failures_last_hour": described(count, "turns that ended failed in the last hour"),
-        }
-    )
     return {
         "/api/v1/overview": path(
             get=operation(
                 "overview",
-                "The gateway at a glance: threads, runs by what they do, failures",
+                "The gateway at a glance: threads, runs, the last hour's turns, deliveries",
                 tag="overview",
-                answers={200: answer("the figures", {**overview, "additionalProperties": False})},
+                answers={200: answer("the figures", overview_schema())},
             ),
         ),
         "/api/v1/search/persons": path(
@@ -991,6 +1023,24 @@ def _overview_and_search() -> dict[str, Any]:
                     limit(),
                 ],
                 answers={200: answer("a page, in slug order", ref("PersonPage"))},
+            ),
+        ),
+        "/api/v1/search/messages": path(
+            get=operation(
+                "search_messages",
+                "Messages whose text holds a text, newest first",
+                tag="threads",
+                parameters=[
+                    query(
+                        "q",
+                        {"type": "string", "minLength": 1, "maxLength": 200},
+                        "what to look for, case aside",
+                        required=True,
+                    ),
+                    position("before", "the page before this position (`next`)", low=1),
+                    limit(),
+                ],
+                answers={200: answer("a page, newest first", ref("MessagePage"))},
             ),
         ),
     }

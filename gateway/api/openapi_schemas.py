@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from core.model.approvals import OptionKind, Outcome
+from core.model.deliveries import SlackDelivery
 from core.model.endpoints import KINDS, EndpointStatus
 from core.model.membership import ParticipantState
 from core.model.roles import Role
@@ -270,6 +271,9 @@ def _role_schemas() -> dict[str, Schema]:
     schema of `Role`, its parts as components) and its `address`."""
     schema = Role.model_json_schema(mode="serialization", ref_template=COMPONENTS + "{model}")
     parts: dict[str, Schema] = schema.pop("$defs", {})
+    kept = parts["RetentionSettings"]["properties"]
+    for name in kept:  # written as a manifest writes it (`role_json`), not ISO 8601
+        kept[name] = nullable(described(STRING, "`30d`, `12h`, `forever`; null: the default"))
     schema["properties"] = {"address": ADDRESS, **schema["properties"]}
     schema["required"] = ["address", *schema.get("required", [])]
     return {**parts, "Role": schema, "RoleList": obj({"roles": array(ref("Role"))})}
@@ -416,7 +420,29 @@ _TASKS: dict[str, Schema] = {
     "TaskCreated": extended(_TASK, event=ref("TaskEvent")),
     "TaskChanged": extended(_TASK, event=nullable(ref("TaskEvent"))),
     "TaskWithHistory": extended(_TASK, history=array(ref("TaskEvent"))),
-    "TaskPage": obj({"tasks": array(ref("Task")), "next": nullable(ID)}),
+    "TaskPage": obj({"tasks": array(ref("ListedTask")), "next": nullable(ID)}),
+    "ListedTask": extended(
+        _TASK, subscribers=described(INTEGER, "how many conversations watch it")
+    ),
+    "TaskEventPage": obj(
+        {
+            "task": ref("Task"),
+            "events": array(ref("TaskEvent")),
+            "next": described(nullable(INTEGER), "a `seq`"),
+        }
+    ),
+    "TaskSubscriber": obj(
+        {
+            "run_id": ID,
+            "thread_id": ID,
+            "role": STRING,
+            "since": described(INTEGER, "the task-event position its news begins after"),
+            "subscribed_at": TIME,
+        }
+    ),
+    "TaskSubscriberPage": obj(
+        {"subscribers": array(ref("TaskSubscriber")), "next": described(nullable(ID), "a run id")}
+    ),
 }
 
 
@@ -453,6 +479,51 @@ _PEOPLE: dict[str, Schema] = {
         _PERSON, identities=array(obj({"identity": STRING, "linked_at": TIME}))
     ),
     "PersonPage": obj({"persons": array(ref("Person")), "next": nullable(SLUG)}),
+    "MessagePage": obj(
+        {
+            "messages": array(
+                obj(
+                    {
+                        "id": ID,
+                        "thread_id": ID,
+                        "seq": INTEGER,
+                        "position": INTEGER,
+                        "at": TIME,
+                        "author": nullable(ADDRESS),
+                        "text": STRING,
+                    }
+                )
+            ),
+            "next": nullable(INTEGER),
+        }
+    ),
+    "ThreadChannels": obj(
+        {
+            "slack": array(
+                obj(
+                    {
+                        "role": STRING,
+                        "team_id": STRING,
+                        "channel_id": STRING,
+                        "bound_at": TIME,
+                        "since_position": INTEGER,
+                        "cursor": nullable(INTEGER),
+                        "deliveries": array(
+                            obj(
+                                {
+                                    "message_id": ID,
+                                    "seq": INTEGER,
+                                    "state": enum(SlackDelivery),
+                                    "ts": nullable(STRING),
+                                }
+                            )
+                        ),
+                    }
+                )
+            ),
+            "widget": array(obj({"person": ADDRESS, "identity": STRING})),
+        }
+    ),
     "Erasure": _ERASURE,
     "ErasurePlan": obj({"person": ADDRESS, "erases": ref("Erasure")}),
     "ErasedPerson": extended(
@@ -492,7 +563,33 @@ _ENDPOINTS: dict[str, Schema] = {
         _ENDPOINT, secret=described(STRING, "`whsec_…`, its signing secret, shown only here")
     ),
     "EndpointDeleted": extended(_ENDPOINT, deleted=const(True)),
-    "EndpointList": obj({"endpoints": array(ref("Endpoint"))}),
+    "EndpointShown": extended(
+        _ENDPOINT,
+        pending=obj(
+            {"events": INTEGER, "task_events": INTEGER},
+            description="committed events past its cursors, of the kinds it wants",
+        ),
+        last_failure=nullable(ref("Delivery")),
+    ),
+    "EndpointList": obj({"endpoints": array(ref("EndpointShown"))}),
+    "Delivery": obj(
+        {
+            "seq": INTEGER,
+            "at": TIME,
+            "event_id": ID,
+            "type": described(STRING, "`timeline.<kind>` or `task.<kind>`"),
+            "stream": enum(["timeline", "task"]),
+            "position": described(INTEGER, "the event's position in its stream"),
+            "delivered": BOOLEAN,
+            "http_status": nullable(INTEGER),
+            "outcome": described(STRING, "`HTTP 204`, `HTTP 503`, or why there was no answer"),
+            "status": described(enum(EndpointStatus), "the endpoint's status after it"),
+            "failures": described(INTEGER, "failed attempts in a row after it"),
+        }
+    ),
+    "DeliveryPage": obj(
+        {"deliveries": array(ref("Delivery")), "next": described(nullable(INTEGER), "a `seq`")}
+    ),
     "Replica": obj(
         {
             "id": STRING,

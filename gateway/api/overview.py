@@ -1,6 +1,7 @@
 """The gateway at a glance, for operators (the console's overview page reads it).
 
-    GET /api/v1/overview   {"at", "replica", "threads", "runs": {…}, "failures_last_hour"}
+    GET /api/v1/overview   {"at", "replica", "threads", "runs": {…}, "failures_last_hour",
+                            "last_hour": {…}, "deliveries": {…}, "replicas": {…}}
 
 - `threads`: every thread (conversations and group threads alike).
 - `runs`: `total`, `failed` (the run's status: its last turn failed every attempt), and what each
@@ -8,38 +9,85 @@
   (its session is held, no turn runs), `asleep` (its session was opened once and is not held:
   the next news wakes it) and `not_opened` (its current session has not been opened yet). Those
   four add up to `total`; `failed` overlaps them.
-- `failures_last_hour`: turns that ended failed (every attempt failed) in the hour before `at`.
+- `last_hour` (`core.model.activity`): the turns that finished in the current minute and the 59
+  before it — how many, how many failed, per minute on average, p50 and p95 of their durations,
+  the failed turns and runs per role, and both counts minute by minute (60 of them, oldest
+  first). `failures_last_hour` is its `failed`.
+- `deliveries` (`core.storage.overview_reads`): what waits to go out, per channel — each Slack
+  role's events past its cursor and posts meant but not recorded; the outbound endpoints by
+  status and the events past the cursors of those not disabled (and of the parked ones alone);
+  the widget streams open on this replica and the items queued for them.
+- `replicas`: how many replicas are registered (not stopped cleanly) and how many are live.
 
-What a run is doing now is what the run host of the replica that answers (`replica`) holds: with
-several replicas, a run held by another one counts as `asleep` here (each replica's own are in
-`GET /api/v1/replicas`, `runs_owned`). The counts scan the threads, runs and turns tables: a few
-milliseconds for ten thousand runs.
+What a run is doing now, and the widget's streams, are what the replica that answers
+(`replica`) holds: with several replicas, a run held by another one counts as `asleep` here
+(each replica's own are in `GET /api/v1/replicas`, `runs_owned`). The threads and runs counts
+scan those tables; the last hour and the deliveries read by indexed ranges only (see
+`core.storage.overview_reads`), never the events.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY, read_query
+from channels.web.routes import WEB_KEY
+from core.model.activity import Hour, hour_of, hour_since
 from core.model.timeline import rfc3339
-from core.storage.rows import to_micros
+from core.storage.database import Database
+from core.storage.rows import from_micros, to_micros
+from gateway.api.replicas import replica_json
 from gateway.replica import REPLICA_KEY
 
 routes = web.RouteTableDef()
 
-FAILURES_WITHIN = timedelta(hours=1)
+
+def _millis(micros: int) -> float:
+    return micros / 1000
 
 
-@routes.get("/api/v1/overview")
-async def overview(request: web.Request) -> web.Response:
-    read_query(request, [])
-    database, host = request.app[DATABASE_KEY], request.app[HOST_KEY]
-    now = datetime.now(UTC)
-    threads = await database.console.count_threads()
+def hour_json(hour: Hour) -> dict[str, Any]:
+    latency = hour.latency
+    return {
+        "since": rfc3339(from_micros(hour.since)),
+        "turns": hour.turns,
+        "failed": hour.failed,
+        "per_minute": round(hour.per_minute, 2),
+        "latency_ms": (
+            {"p50": _millis(latency.p50), "p95": _millis(latency.p95)} if latency else None
+        ),
+        "failures": [{"role": f.role, "turns": f.turns, "runs": f.runs} for f in hour.failures],
+        "minutes": [
+            {"at": rfc3339(from_micros(m.start)), "turns": m.turns, "failed": m.failed}
+            for m in hour.minutes
+        ],
+    }
+
+
+async def _deliveries(request: web.Request, database: Database) -> dict[str, Any]:
+    slack = await database.console.slack_backlog()
+    endpoints = await database.console.endpoint_backlog()
+    web_channel = request.app.get(WEB_KEY)
+    return {
+        "slack": [{"role": s.role, "behind": s.behind, "intents": s.intents} for s in slack],
+        "endpoints": {
+            **endpoints.counts,
+            "behind": endpoints.behind,
+            "behind_parked": endpoints.behind_parked,
+        },
+        "widget": {
+            "streams": web_channel.fanout.open_streams if web_channel else 0,
+            "queued": web_channel.fanout.queued if web_channel else 0,
+        },
+    }
+
+
+async def _runs(request: web.Request, database: Database) -> dict[str, int]:
+    host = request.app[HOST_KEY]
     census = await database.console.run_census()
-    failures = await database.console.failed_turns_since(to_micros(now - FAILURES_WITHIN))
     running = awake = asleep = 0
     for run_id in census.ids:
         if host.is_running(run_id):
@@ -49,19 +97,34 @@ async def overview(request: web.Request) -> web.Response:
         elif run_id in census.opened:
             asleep += 1
     total = len(census.ids)
+    return {
+        "total": total,
+        "failed": len(census.failed),
+        "running": running,
+        "awake": awake,
+        "asleep": asleep,
+        "not_opened": total - running - awake - asleep,
+    }
+
+
+@routes.get("/api/v1/overview")
+async def overview(request: web.Request) -> web.Response:
+    read_query(request, [])
+    database, me = request.app[DATABASE_KEY], request.app[REPLICA_KEY]
+    now = datetime.now(UTC)
+    at = to_micros(now)
+    since = hour_since(at)
+    hour = hour_of(await database.console.finished_turns_since(since), since)
+    replicas = [replica_json(r, me, at) for r in await database.replicas.list(now=at)]
     return web.json_response(
         {
             "at": rfc3339(now),
-            "replica": request.app[REPLICA_KEY].id,
-            "threads": threads,
-            "runs": {
-                "total": total,
-                "failed": len(census.failed),
-                "running": running,
-                "awake": awake,
-                "asleep": asleep,
-                "not_opened": total - running - awake - asleep,
-            },
-            "failures_last_hour": failures,
+            "replica": me.id,
+            "threads": await database.console.count_threads(),
+            "runs": await _runs(request, database),
+            "failures_last_hour": hour.failed,
+            "last_hour": hour_json(hour),
+            "deliveries": await _deliveries(request, database),
+            "replicas": {"total": len(replicas), "live": sum(1 for r in replicas if r["live"])},
         }
     )

@@ -1,8 +1,11 @@
 """Tasks over HTTP, for operators and people.
 
     POST  /api/v1/tasks                    create: {author, title, body?, assignee?, external?}
-    GET   /api/v1/tasks[?status=&assignee=&after=&limit=]   tasks, oldest first
+    GET   /api/v1/tasks[?status=&assignee=&after=&limit=]   tasks, oldest first, each with
+                                           how many conversations watch it
     GET   /api/v1/tasks/{id}               one task with its events
+    GET   /api/v1/tasks/{id}/events[?after=SEQ&limit=]       the task and a page of its events
+    GET   /api/v1/tasks/{id}/subscribers[?after=RUN&limit=]  the conversations' runs watching it
     PATCH /api/v1/tasks/{id}               change: {author, title?, body?, status?, assignee?}
     POST  /api/v1/tasks/{id}/comments      comment: {author, text}
 
@@ -86,9 +89,10 @@ async def list_tasks(request: web.Request) -> web.Response:
         status=status, assignee=assignee, after=after, limit=limit + 1
     )
     page = found[:limit]
+    watched = await request.app[DATABASE_KEY].subscriptions.counts([t.id for t in page])
     return web.json_response(
         {
-            "tasks": [t.to_json() for t in page],
+            "tasks": [{**t.to_json(), "subscribers": watched.get(t.id, 0)} for t in page],
             "next": page[-1].id if len(found) > limit else None,
         }
     )
@@ -99,6 +103,36 @@ async def show_task(request: web.Request) -> web.Response:
     read_query(request, [])
     task, events = await request.app[DATABASE_KEY].tasks.get(request.match_info["id"])
     return web.json_response({**task.to_json(), "history": [e.to_json() for e in events]})
+
+
+@routes.get("/api/v1/tasks/{id}/events")
+async def list_task_events(request: web.Request) -> web.Response:
+    params = read_query(request, ["after", "limit"])
+    after = query_int(params, "after", default=0, low=0)
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    task, events, more = await request.app[DATABASE_KEY].tasks.events(
+        request.match_info["id"], after=after, limit=limit
+    )
+    return web.json_response(
+        {
+            "task": task.to_json(),
+            "events": [e.to_json() for e in events],
+            "next": events[-1].seq if more else None,
+        }
+    )
+
+
+@routes.get("/api/v1/tasks/{id}/subscribers")
+async def list_task_subscribers(request: web.Request) -> web.Response:
+    params = read_query(request, ["after", "limit"])
+    after = query_id(params, "after", "a run id")
+    limit = query_int(params, "limit", default=DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    found, more = await request.app[DATABASE_KEY].subscriptions.subscribers(
+        request.match_info["id"], after=after, limit=limit
+    )
+    return web.json_response(
+        {"subscribers": [s.to_json() for s in found], "next": found[-1].run_id if more else None}
+    )
 
 
 @routes.patch("/api/v1/tasks/{id}")

@@ -13,6 +13,14 @@
     GET  /console/people[?q=TEXT]            people, found by name, email or identity
     GET  /console/people/{slug}              one person: identities, conversations, changes
     GET|POST /console/people/{slug}/{action} link, link-code, merge, (de)activate, erase
+    GET  /console/tasks[?status=S]           tasks, with how many conversations watch each
+    GET  /console/tasks/{id}                 one task: events, its runs, subscribed conversations
+    GET  /console/endpoints                  outbound endpoints: status, position, backlog
+    GET  /console/endpoints/{id}             one endpoint: what parked it, its delivery log
+    GET|POST /console/endpoints/{id}/replay  what replaying from a position does; replay (CSRF)
+    GET  /console/slack[?role=NAME]          a role's Slack app and its workspaces' health
+    GET  /console/roles                      every role: runtime, limits, how its agents fare
+    GET  /console/roles/{name}               one role: its manifest as loaded, secrets by name
     GET  /console/static/{name}              the console's CSS and script (open)
     GET  /console/{anything else}            a page saying there is no such page
 
@@ -41,7 +49,19 @@ from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY
 from core.storage.engine import is_sqlite
-from gateway.console import conversations, login, overview, people, people_actions, runs, stream
+from gateway.console import (
+    conversations,
+    endpoints,
+    login,
+    overview,
+    people,
+    people_actions,
+    roles,
+    runs,
+    slack,
+    stream,
+    tasks,
+)
 from gateway.console.guard import CONSOLE_KEY, Console, Visit, page
 from gateway.console.limits import LoginRate
 from gateway.console.render import render, static
@@ -80,6 +100,15 @@ def add_routes(app: web.Application, settings: Settings) -> None:
     router.add_get("/console/people/{slug}", people.person)
     router.add_get("/console/people/{slug}/{action}", people_actions.confirm)
     router.add_post("/console/people/{slug}/{action}", people_actions.act)
+    router.add_get("/console/tasks", tasks.tasks)
+    router.add_get("/console/tasks/{id}", tasks.task)
+    router.add_get("/console/endpoints", endpoints.endpoints)
+    router.add_get("/console/endpoints/{id}", endpoints.endpoint)
+    router.add_get("/console/endpoints/{id}/replay", endpoints.replay)
+    router.add_post("/console/endpoints/{id}/replay", endpoints.replay)
+    router.add_get("/console/slack", slack.slack)
+    router.add_get("/console/roles", roles.roles)
+    router.add_get("/console/roles/{name}", roles.role)
     router.add_get("/console/static/{name}", static)
     router.add_get("/console/{tail:.*}", missing)
 

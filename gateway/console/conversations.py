@@ -1,16 +1,21 @@
 """The console's conversations: finding them, and reading one.
 
     GET /console/conversations[?q=TEXT | participant=ADDR][&after=ID&people_after=SLUG]
+    GET /console/conversations?text=WORDS[&before=POSITION]
     GET /console/conversations/{id}[?as=ADDR][&before=SEQ][&archived=1]
 
 **Finding.** `q` is looked for among people — slug, name, email, any linked channel identity
 (`GET /api/v1/search/persons`) — and among the roles served (`GET /api/v1/roles`); an address
 (`person:alice`, `role:concierge`) goes straight to its conversations. When one person alone
 matches, their conversations are listed at once. Conversations are a participant's threads
-(`GET /api/v1/threads?participant=…`), paged; people are paged too.
+(`GET /api/v1/threads?participant=…`), paged; people are paged too. `text` finds the messages
+that say it (`GET /api/v1/search/messages`), newest first, each a link to its conversation's
+page ending at it.
 
 **Reading.** A conversation's page shows its participants and their states
-(`GET /api/v1/threads/{id}`), its runs (`GET /api/v1/runs?thread=…`) and its timeline, the
+(`GET /api/v1/threads/{id}`), its runs (`GET /api/v1/runs?thread=…`), the channels it reaches
+with each shown message's state in its Slack DMs (`GET /api/v1/threads/{id}/channels`, as the
+page is read: live events come without it) and its timeline, the
 newest page first (`GET /api/v1/threads/{id}/timeline?latest=true`), with a link to the page
 before. "View as" reads the timeline with `as=ADDR`: exactly what that participant may see, their
 blackout marked (`gateway.console.timeline`). What was said before the latest "start fresh" is
@@ -21,14 +26,16 @@ appear as they are committed (`gateway.console.stream`), on the newest page only
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
+from gateway.api.thread_channels import MAX_SPAN
 from gateway.console.api import ApiRefused, api_path
 from gateway.console.guard import Visit, page
 from gateway.console.render import render
-from gateway.console.timeline import last_seq, shown
+from gateway.console.timeline import Shown, last_seq, shown
 
 PAGE = 50
 ADDRESS_KINDS = ("person:", "role:")
@@ -45,8 +52,15 @@ async def find(request: web.Request, visit: Visit) -> web.StreamResponse:
     after = request.query.get("after") or None
     people_after = request.query.get("people_after") or None
     roles: list[dict[str, Any]] = (await visit.api.get(api_path("roles")))["roles"]
+    text = request.query.get("text", "").strip()
     found: dict[str, Any] = {"roles": [], "people": None, "threads": None, "error": None}
+    found["messages"] = None
     try:
+        if text:
+            before = _digits(request.query.get("before"))
+            found["messages"] = await visit.api.get(
+                api_path("search", "messages"), {"q": text, "before": before, "limit": PAGE}
+            )
         if participant is None and q.lower().startswith(ADDRESS_KINDS):
             participant = q
         if participant is None and q:
@@ -68,6 +82,7 @@ async def find(request: web.Request, visit: Visit) -> web.StreamResponse:
         "conversations.html",
         **visit.context("conversations"),
         q=q,
+        text=text,
         participant=participant,
         all_roles=roles,
         **found,
@@ -98,6 +113,7 @@ async def conversation(request: web.Request, visit: Visit) -> web.StreamResponse
         earlier.update({"before": events[0]["seq"]} if events else {"latest": True})
         folded = await visit.api.get(timeline, earlier)
     states = {p["address"]: p["state"] for p in thread["participants"]}
+    channels = await _channels(visit, thread_id, events)
     return render(
         "conversation.html",
         **visit.context("conversations"),
@@ -107,7 +123,8 @@ async def conversation(request: web.Request, visit: Visit) -> web.StreamResponse
         viewer_state=states.get(viewer) if viewer else None,
         archived=archived,
         before=before,
-        events=[shown(e, viewer) for e in events],
+        channels=channels,
+        events=[_delivered(shown(e, viewer), channels) for e in events],
         more=newest["more"],
         next_before=newest["next"],
         folded=[shown(e, viewer) for e in folded["events"]],
@@ -116,3 +133,22 @@ async def conversation(request: web.Request, visit: Visit) -> web.StreamResponse
         live=before is None,
         after=last_seq(events, folded["events"]),
     )
+
+
+async def _channels(visit: Visit, thread_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    # The API answers at most MAX_SPAN seqs: a page viewed as someone past a long blackout
+    # spans more, and only its newest MAX_SPAN seqs then say where they were delivered.
+    last = events[-1]["seq"] if events else 0
+    span = {"first": max(events[0]["seq"], last - MAX_SPAN + 1), "last": last} if events else {}
+    found: dict[str, Any] = await visit.api.get(api_path("threads", thread_id, "channels"), span)
+    return found
+
+
+def _delivered(event: Shown, channels: dict[str, Any]) -> Shown:
+    where = [
+        (f"Slack {dm['channel_id']}", d["state"])
+        for dm in channels["slack"]
+        for d in dm["deliveries"]
+        if d["message_id"] == event.id
+    ]
+    return replace(event, delivered=where) if where else event

@@ -37,6 +37,8 @@ class Shown:
     target: str | None = None
     """The id of the message a retraction or an answer is about (a link on the page)."""
     classes: Sequence[str] = field(default=())
+    delivered: Sequence[tuple[str, str]] = ()
+    """Where a message stands in each Slack DM of the conversation: (the DM, its state)."""
 
 
 def shown(event: Event, viewer: str | None = None) -> Shown:

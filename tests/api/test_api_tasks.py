@@ -123,3 +123,64 @@ async def test_a_task_assigned_to_a_role_gets_its_task_run(gateway: Api) -> None
     assert run["role"] == "echo"
     (await gateway.get("/api/v1/runs?task=nope")).error(404, "task_not_found")
     (await gateway.get(f"/api/v1/runs?task={task['id']}&role=echo")).error(422, "missing_parameter")
+
+
+async def _conversation_run(api: Api, person: str) -> dict[str, Any]:
+    """The echo role's run in its conversation with `person`, once it exists."""
+    thread = await api.thread(person, "role:echo")
+    await api.say(thread["id"], person, "hello")
+
+    async def found() -> dict[str, Any] | None:
+        runs = (await api.get(f"/api/v1/runs?thread={thread['id']}")).body["runs"]
+        return runs[0] if runs else None
+
+    return await eventually(found, what=f"the run of {person}'s conversation")
+
+
+async def test_a_tasks_events_are_read_a_page_at_a_time(gateway: Api) -> None:
+    task = await _create(gateway)
+    for n in range(4):
+        reply = await gateway.post(f"/api/v1/tasks/{task['id']}/comments",
+                                   {"author": ANN, "text": f"note {n}"})  # fmt: skip
+        assert reply.status == 201, reply.text
+
+    first = (await gateway.get(f"/api/v1/tasks/{task['id']}/events?limit=2")).body
+    assert [e["seq"] for e in first["events"]] == [1, 2] and first["next"] == 2
+    rest = (await gateway.get(f"/api/v1/tasks/{task['id']}/events?after=2&limit=3")).body
+    assert [(e["seq"], e["text"]) for e in rest["events"]] == [(3, "note 1"), (4, "note 2"),
+                                                               (5, "note 3")]  # fmt: skip
+    assert rest["next"] is None
+    assert first["task"]["id"] == task["id"] and first["task"]["events"] == 5
+    assert "history" not in first["task"]
+    past = (await gateway.get(f"/api/v1/tasks/{task['id']}/events?after=5")).body
+    assert (past["events"], past["next"]) == ([], None)
+    missing = await gateway.get("/api/v1/tasks/" + "0" * 32 + "/events")
+    missing.error(404, "task_not_found")
+    (await gateway.get(f"/api/v1/tasks/{task['id']}/events?after=x")).error(
+        422, "invalid_parameter"
+    )
+
+
+async def test_a_tasks_subscribers_are_listed_and_counted(gateway: Api) -> None:
+    watched, alone = await _create(gateway), await _create(gateway, title="Nobody cares")
+    runs = [await _conversation_run(gateway, person) for person in ("person:ann", "person:bo")]
+    for run in runs:
+        reply = await gateway.post(f"/api/v1/runs/{run['id']}/subscriptions",
+                                   {"task_id": watched["id"]})  # fmt: skip
+        assert reply.status == 201, reply.text
+
+    listed = (await gateway.get("/api/v1/tasks")).body["tasks"]
+    assert {t["id"]: t["subscribers"] for t in listed} == {watched["id"]: 2, alone["id"]: 0}
+    page = (await gateway.get(f"/api/v1/tasks/{watched['id']}/subscribers?limit=1")).body
+    ordered = sorted(runs, key=lambda r: r["id"])
+    [first] = page["subscribers"]
+    assert first["run_id"] == ordered[0]["id"] and page["next"] == ordered[0]["id"]
+    assert (first["thread_id"], first["role"]) == (ordered[0]["thread_id"], "echo")
+    assert first["since"] >= watched["event"]["position"]
+    rest = await gateway.get(f"/api/v1/tasks/{watched['id']}/subscribers?after={page['next']}")
+    assert [s["run_id"] for s in rest.body["subscribers"]] == [ordered[1]["id"]]
+    assert rest.body["next"] is None
+    nobody = (await gateway.get(f"/api/v1/tasks/{alone['id']}/subscribers")).body
+    assert nobody == {"subscribers": [], "next": None}
+    missing = await gateway.get("/api/v1/tasks/" + "0" * 32 + "/subscribers")
+    missing.error(404, "task_not_found")

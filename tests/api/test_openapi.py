@@ -337,6 +337,8 @@ async def _open_routes(call: Scenario) -> None:
     await call("GET", "/api/v1/roles", status=200)
     await call("GET", "/api/v1/roles/echo", status=200)
     await call("GET", "/api/v1/roles/nobody", status=404)
+    await call("GET", "/api/v1/slack", status=200)
+    await call("GET", "/api/v1/slack/echo/workspaces", status=404)  # no Slack app here
     await call("GET", "/api/v1/replicas", status=200)
     await call("GET", "/api/v1/overview", status=200)
     await call("GET", "/api/v1/threads", status=401, token=None)
@@ -360,6 +362,8 @@ async def _operator_api(call: Scenario, edge: Edge) -> dict[str, str]:
     run = await eventually(lambda: _run_of(edge, thread), what="the run of ann's conversation")
     await eventually(lambda: _settled(edge, run, last["seq"]), what="echo done answering ann")
     await call("GET", f"/api/v1/threads/{thread}/timeline?as=person:ann&latest=true", status=200)
+    await call("GET", f"/api/v1/threads/{thread}/channels?first=1&last=10", status=200)
+    await call("GET", "/api/v1/search/messages?q=hello&limit=2", status=200)
     await call("GET", "/api/v1/events?after=0", status=200)
     await call("GET", f"/api/v1/runs?thread={thread}", status=200)
     await call("GET", "/api/v1/runs?role=echo", status=200)
@@ -427,6 +431,10 @@ async def _tasks(call: Scenario) -> str:
                status=201)  # fmt: skip
     await call("GET", f"/api/v1/tasks/{task}", status=200)
     await call("GET", f"/api/v1/tasks/{ABSENT}", status=404)
+    # The console's Tasks page: a task's events and its subscribers, a page at a time.
+    await call("GET", f"/api/v1/tasks/{task}/events?after=1&limit=1", status=200)
+    await call("GET", f"/api/v1/tasks/{task}/subscribers", status=200)
+    await call("GET", f"/api/v1/tasks/{ABSENT}/subscribers", status=404)
     return str(task)
 
 
@@ -486,7 +494,16 @@ async def _endpoints(call: Scenario) -> None:
         await call("GET", f"/api/v1/endpoints/{endpoint}", status=200)
         await call("POST", f"/api/v1/endpoints/{endpoint}/replay", {"from_position": 1},
                    status=200)  # fmt: skip
+        # The console's Endpoints page: an endpoint's delivery log.
+        await eventually(lambda: _delivered(call, endpoint), what="a delivery to the endpoint")
+        await call("GET", f"/api/v1/endpoints/{endpoint}/deliveries?limit=1", status=200)
+        await call("GET", f"/api/v1/endpoints/{ABSENT}/deliveries", status=404)
         await call("DELETE", f"/api/v1/endpoints/{endpoint}", status=200)
+
+
+async def _delivered(call: Scenario, endpoint: str) -> bool:
+    shown = await call.edge.get(f"/api/v1/endpoints/{endpoint}/deliveries")
+    return bool(shown.body["deliveries"])
 
 
 async def _tokens_and_audit(call: Scenario) -> None:

@@ -75,7 +75,7 @@ async def test_an_operator_signs_in_finds_alice_watches_live_views_as_bob_and_si
     nav = page.get_by_role("navigation", name="Console pages")
     await nav.get_by_role("link", name="Conversations").click()
     await page.get_by_label("Person or role").fill("slack:t1:U1")
-    await page.get_by_role("button", name="Find").click()
+    await page.get_by_role("button", name="Find", exact=True).click()
     await expect(page.get_by_role("heading", name="Conversations of person:alice")).to_be_visible()
     await _shot(page, tmp_path, "console-conversations.png")
     await page.get_by_role("link", name="person:alice, person:bob, role:helpdesk").click()

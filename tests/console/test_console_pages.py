@@ -158,6 +158,27 @@ async def test_a_persons_conversations_are_found_by_their_slack_identity(console
     assert bad.status == 200 and 'class="error" role="alert"' in bad.text
 
 
+async def test_messages_are_found_by_their_words_and_link_to_where_they_were_said(
+    console: Console,
+) -> None:
+    ann = (await console.api.thread("person:ann", "person:zed"))["id"]
+    said = await console.api.say(ann, "person:ann", "the parcel never came")
+    await console.api.say(ann, "person:zed", "sorry to hear")
+    client = await console.signed_in()
+
+    page = await client.get("/console/conversations?text=PARCEL")
+
+    assert page.status == 200
+    assert "Messages that say “PARCEL”" in page.plain
+    assert "person:ann : the parcel never came" in page.plain
+    assert f'href="/console/conversations/{ann}?before=2#e-{said["id"]}"' in page.text
+    assert "sorry to hear" not in page.plain
+    shown = await client.get(f"/console/conversations/{ann}?before=2")
+    assert "the parcel never came" in shown.plain and "sorry to hear" not in shown.plain
+    none = await client.get("/console/conversations?text=zeppelin")
+    assert "No message says “zeppelin”." in none.plain
+
+
 async def test_conversations_and_people_are_paged(console: Console) -> None:
     for n in range(52):
         await console.api.thread("person:ann", f"role:r{n:02d}")

@@ -222,7 +222,7 @@ async def test_in_chromium_an_operator_finds_a_person_and_deactivates_them(
     await expect(page.get_by_role("heading", name="Everyone")).to_be_visible()
     save_screenshot(await page.screenshot(full_page=True), tmp_path, "console-people.png")
     await page.get_by_label("Find a person").fill("slack:T123:U456")
-    await page.get_by_role("button", name="Find").click()
+    await page.get_by_role("button", name="Find", exact=True).click()
     await page.get_by_role("link", name="Alice Example").click()
     await expect(page.get_by_text("slack:t123:U456", exact=True)).to_be_visible()
     save_screenshot(await page.screenshot(full_page=True), tmp_path, "console-person.png")

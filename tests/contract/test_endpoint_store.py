@@ -9,10 +9,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.model.endpoints import Cursors, EndpointId, EndpointStatus, Filters, Standing
+from core.model.endpoints import (
+    Attempt,
+    Cursors,
+    EndpointId,
+    EndpointStatus,
+    Filters,
+    Standing,
+    Tried,
+)
 from core.model.errors import InvalidInput, NotFound
 from core.model.participants import ParticipantSet, parse_address
 from core.model.tasks import Actor
+from core.storage import endpoints_store
 from core.storage.database import Database
 
 ANN = parse_address("person:ann")
@@ -142,3 +151,40 @@ async def test_task_events_read_in_position_order_across_tasks(database: Databas
     assert [e.position for e in await database.endpoints.task_events_since(first, limit=1)] == [
         second
     ]
+
+
+async def test_recorded_attempts_make_the_delivery_log_and_only_the_newest_are_kept(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(endpoints_store, "KEPT_ATTEMPTS", 3)
+    positions = await _say(database, 2)
+    made = await database.endpoints.create(
+        url="https://x.example/h", secret=SECRET, filters=Filters(), start=1
+    )
+    seen = made.cursors
+    for n in range(1, 5):
+        failing = Standing(status=EndpointStatus.ACTIVE, failures=n, reason=f"attempt {n}")
+        tried = Tried(event_id=f"{n:032x}", event_type="timeline.message",
+                      position=positions[0], attempt=Attempt(status=500))  # fmt: skip
+        assert await database.endpoints.record(
+            made.id, seen=seen, cursors=seen, standing=failing, tried=tried
+        )
+    # An attempt the row no longer takes (a late answer after a replay, say) is not logged.
+    late = Tried(event_id="f" * 32, event_type="timeline.message", position=positions[0],
+                 attempt=Attempt(status=200))  # fmt: skip
+    moved = Cursors(position=positions[0], task_position=seen.task_position)
+    assert not await database.endpoints.record(
+        made.id, seen=moved, cursors=moved, standing=Standing(status=EndpointStatus.ACTIVE),
+        tried=late,
+    )  # fmt: skip
+
+    logged, more = await database.endpoints.deliveries(made.id)
+    assert [(d.seq, d.failures, d.outcome) for d in logged] == [
+        (4, 4, "HTTP 500"), (3, 3, "HTTP 500"), (2, 2, "HTTP 500"),
+    ]  # fmt: skip
+    assert not more
+    _, ahead = await database.endpoints.with_backlog(made.id)
+    assert ahead.last_failure == logged[0] and ahead.events == 2
+    await database.endpoints.delete(made.id)  # its log goes with it
+    with pytest.raises(NotFound):
+        await database.endpoints.deliveries(made.id)

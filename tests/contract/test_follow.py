@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from core.model.participants import ParticipantSet, parse_address
 from core.model.tasks import Actor, TaskEvent
 from core.model.timeline import AnyEvent
+from core.storage import schema
 from core.storage.database import Database, open_database, upgrade_schema
 from core.storage.errors import StorageUnavailable
 from core.storage.notify import APPLICATION_NAME, PgNotifications
@@ -110,8 +111,16 @@ async def kill_listen_connection(db: Database) -> int:
 
 
 async def heads(throwaway: Throwaway) -> dict[str, int]:
-    rows = await _admin("SELECT stream, value FROM stream_positions", database=throwaway.name)
-    return {row["stream"]: row["value"] for row in rows}
+    """The highest position of each stream handed out so far (its sequence's)."""
+    found = {}
+    for stream, sequence in schema.POSITION_SEQUENCES.items():
+        rows = await _admin(
+            f"SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS v "
+            f"FROM {sequence}",
+            database=throwaway.name,
+        )
+        found[stream] = rows[0]["v"]
+    return found
 
 
 @dataclass

@@ -1,0 +1,92 @@
+"""Positions without a global lock (PostgreSQL, `core.storage.positions`): a batch still open on
+one writer holds every reader below the positions it may commit, however many later positions
+other writers have committed; its commit, or its rollback (its connection gone, as when its
+replica dies), lets the readers on at once; and no reader ever resumes past a position that is
+committed after it read."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+
+from core.model.participants import ParticipantSet, parse_address
+from core.storage import positions
+from core.storage.database import Database, open_database
+
+pytestmark = pytest.mark.postgres
+
+ANN = parse_address("person:ann")
+
+
+@pytest.fixture
+async def pg(database_url: str) -> AsyncIterator[Database]:
+    if "postgresql" not in database_url:
+        pytest.skip("positions from sequences are PostgreSQL's")
+    db = await open_database(database_url)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@asynccontextmanager
+async def open_batch(url: str) -> AsyncIterator[tuple[AsyncConnection, list[int]]]:
+    """Another writer's batch, left open after taking one timeline position."""
+    engine = create_async_engine(url, isolation_level="READ COMMITTED")
+    try:
+        async with engine.connect() as connection:
+            writer = await connection.run_sync(lambda c: positions.register_writer(c, 0))
+            await connection.commit()
+            await connection.run_sync(lambda c: positions.open_batch(c, writer))
+            taken = await connection.run_sync(lambda c: positions.take(c, "events", 1, writer, 0))
+            yield connection, taken
+    finally:
+        await engine.dispose()
+
+
+async def _said(db: Database, text: str) -> int:
+    thread, _ = await db.threads.resolve(ParticipantSet.of(["person:ann", "role:concierge"]))
+    return (await db.threads.post_message(thread.id, ANN, text)).position
+
+
+async def _read(db: Database) -> list[int]:
+    return [e.position for e in (await db.threads.events_since(0)).events]
+
+
+async def test_an_open_batch_holds_readers_below_it_until_it_commits(
+    pg: Database, database_url: str
+) -> None:
+    first = await _said(pg, "before")
+    async with open_batch(database_url) as (other, [held]):
+        later = await _said(pg, "after the other batch took its position")
+        assert first < held < later
+        assert await _read(pg) == [first]  # `later` is committed, but `held` may still be
+        assert await pg.threads.head() == held - 1
+        await other.commit()
+    assert later in await _read(pg)
+    assert await pg.threads.head() >= later
+
+
+async def test_a_batch_whose_connection_is_gone_holds_nobody(
+    pg: Database, database_url: str
+) -> None:
+    async with open_batch(database_url) as (other, _):
+        later = await _said(pg, "said while the other batch is open")
+        assert later not in await _read(pg)
+        await other.close()  # its transaction is rolled back: `held` is never committed
+    assert later in await _read(pg)
+
+
+async def test_positions_taken_in_a_batch_increase_and_are_recorded_with_the_writer(
+    pg: Database, database_url: str
+) -> None:
+    async with open_batch(database_url) as (other, [held]):
+        await other.commit()
+    one = await _said(pg, "one")
+    two = await _said(pg, "two")
+    assert held < one < two
+    heads = await pg._reads.transact(positions.handed_out)
+    assert heads.events == two
