@@ -12,6 +12,11 @@ partial one. A turn belongs to the minute it **finished** in (a turn is stored w
   that share of the hour's turns took no longer than. None when no turn finished in the hour.
 - `failures`: per role, the failed turns and how many distinct runs they were in.
 
+The store does not hand every turn over: it counts the minutes, reads the two durations at
+their nearest ranks (`rank_index`) and counts the failures per role, and `assemble` makes the hour
+of those. `hour_of` makes it from the turns themselves: the rule the store's counts must agree
+with (tests/contract/test_overview_reads.py checks that they do).
+
 Times are integer microseconds since the epoch, passed in: nothing here reads a clock.
 """
 
@@ -72,32 +77,82 @@ class Hour:
         return self.turns / MINUTES
 
 
+def duration(started_at: int, finished_at: int) -> int:
+    """A turn's duration: never below zero (replicas' clocks may differ a little)."""
+    return max(finished_at - started_at, 0)
+
+
 def hour_since(now: int) -> int:
     """The start of the hour that ends with the minute `now` is in."""
     return now - now % MINUTE - (MINUTES - 1) * MINUTE
 
 
+def rank_index(count: int, share: float) -> int:
+    """Where, in `count` (> 0) values in ascending order, the nearest rank of `share` (0 < share
+    <= 1) is: the index of the smallest value that at least that share of them are no greater
+    than. The store reads that one value (an offset into the hour's sorted durations) instead of
+    every duration."""
+    return max(math.ceil(share * count), 1) - 1
+
+
 def nearest_rank(ordered: Sequence[int], share: float) -> int:
     """The smallest value of `ordered` (ascending, not empty) that at least `share` (0 < share
     <= 1) of the values are no greater than."""
-    return ordered[max(math.ceil(share * len(ordered)), 1) - 1]
+    return ordered[rank_index(len(ordered), share)]
+
+
+def slot_of(finished_at: int, since: int) -> int:
+    """The minute of the hour from `since` that a turn finished at `finished_at` counts in (0
+    for the oldest; outside 0..59, not in the hour)."""
+    return (finished_at - since) // MINUTE
+
+
+def hour_until(since: int) -> int:
+    """Where the hour from `since` ends (excluded): the end of its current minute."""
+    return since + MINUTES * MINUTE
+
+
+def assemble(
+    since: int,
+    counts: Iterable[tuple[int, int, int]],
+    latency: Latency | None,
+    failures: Iterable[RoleFailures],
+) -> Hour:
+    """The hour from `since` out of what the store counted: (slot, turns, failed) for each minute
+    that had a turn (`slot_of`), the latency read at the nearest ranks, and the failures per
+    role. `hour_of` is the same hour, counted from the turns themselves."""
+    minutes = [[0, 0] for _ in range(MINUTES)]
+    for slot, turns, failed in counts:
+        if 0 <= slot < MINUTES:
+            minutes[slot] = [turns, failed]
+    return Hour(
+        since=since,
+        turns=sum(n for n, _ in minutes),
+        failed=sum(f for _, f in minutes),
+        latency=latency,
+        minutes=tuple(
+            Minute(start=since + i * MINUTE, turns=n, failed=f) for i, (n, f) in enumerate(minutes)
+        ),
+        failures=tuple(sorted(failures, key=lambda f: f.role)),
+    )
 
 
 def hour_of(turns: Iterable[FinishedTurn], since: int) -> Hour:
     """The hour from `since` (`hour_since`) of the turns that finished at or after it; a turn
-    that finished before `since` is left out."""
-    counts = [[0, 0] for _ in range(MINUTES)]
+    that finished before `since` is left out. The rule the store's counts must agree with."""
+    counts: dict[int, list[int]] = {}
     durations: list[int] = []
     failed_turns: dict[str, int] = {}
     failed_runs: dict[str, set[str]] = {}
     for turn in turns:
-        slot = (turn.finished_at - since) // MINUTE
+        slot = slot_of(turn.finished_at, since)
         if not 0 <= slot < MINUTES:
             continue
-        counts[slot][0] += 1
-        durations.append(max(turn.finished_at - turn.started_at, 0))
+        minute = counts.setdefault(slot, [0, 0])
+        minute[0] += 1
+        durations.append(duration(turn.started_at, turn.finished_at))
         if turn.failed:
-            counts[slot][1] += 1
+            minute[1] += 1
             failed_turns[turn.role] = failed_turns.get(turn.role, 0) + 1
             failed_runs.setdefault(turn.role, set()).add(turn.run_id)
     durations.sort()
@@ -106,16 +161,9 @@ def hour_of(turns: Iterable[FinishedTurn], since: int) -> Hour:
         if durations
         else None
     )
-    return Hour(
-        since=since,
-        turns=len(durations),
-        failed=sum(failed for _, failed in counts),
-        latency=latency,
-        minutes=tuple(
-            Minute(start=since + i * MINUTE, turns=n, failed=f) for i, (n, f) in enumerate(counts)
-        ),
-        failures=tuple(
-            RoleFailures(role=role, turns=failed_turns[role], runs=len(failed_runs[role]))
-            for role in sorted(failed_turns)
-        ),
+    return assemble(
+        since,
+        ((slot, n, f) for slot, (n, f) in counts.items()),
+        latency,
+        (RoleFailures(role=r, turns=n, runs=len(failed_runs[r])) for r, n in failed_turns.items()),
     )

@@ -14,21 +14,22 @@ a page costs no write.
 **The overview's counts and finding people**, for the operator API's read routes
 (`gateway.api.overview`, `gateway.api.search`): threads in all, every run's status and whether
 its session was ever opened (the gateway adds what its run host holds now), and people whose
-slug, name, email or a linked identity holds a text. The counts
-scan their tables (`count(*)`; the runs' ids and two flags); the people search is a `LIKE` over
-`persons` and `identities`, paged by slug. The last hour's turns and what waits to be delivered
-are read by `core.storage.overview_reads`, each by an index (named there).
+slug, name, email or a linked identity holds a text. The counts are aggregates the database
+makes over those tables (`count(*)`, and over `runs` joined to their current sessions two sums):
+no run crosses into Python but those the run host holds, looked up by id. The people search is
+a `LIKE` over `persons` and `identities`, paged by slug. The last hour's turns and what waits to
+be delivered are counted by `core.storage.overview_reads`, each by an index (named there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import case, delete, exists, func, or_, select, update
 
-from core.model.activity import FinishedTurn
+from core.model.activity import Hour
 from core.model.people import Person
 from core.model.runs.run import RunId, RunStatus
 from core.model.timeline import ThreadId
@@ -147,12 +148,19 @@ class SeeSession(NoRuns):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunCensus:
-    """Every run's id, whether it is failed, and whether its current session was ever opened
-    (an unopened session cannot be asleep)."""
+    """How many runs there are, how many are failed, how many have a current session that was
+    ever opened (an unopened session cannot be asleep), and of the runs asked about (those the
+    run host holds now) which are stored and which of those are among the opened ones."""
 
-    failed: frozenset[RunId]
-    opened: frozenset[RunId]
-    ids: Sequence[RunId]
+    total: int
+    failed: int
+    opened: int
+    stored_of: frozenset[RunId]
+    opened_of: frozenset[RunId]
+
+
+_CHUNK = 500
+"""Run ids per `IN (…)` list: well under every backend's limit of bound parameters."""
 
 
 def _session_row(connection: Reads, digest: str) -> ConsoleSession | None:
@@ -160,23 +168,36 @@ def _session_row(connection: Reads, digest: str) -> ConsoleSession | None:
     return _session_from_row(row) if row is not None else None
 
 
-def _census(connection: Reads) -> RunCensus:
+def _census(connection: Reads, held: Collection[RunId]) -> RunCensus:
     runs, sessions = schema.runs, schema.run_sessions
-    rows = connection.execute(
-        select(runs.c.id, runs.c.status, sessions.c.state.is_not(None)).select_from(
-            runs.outerjoin(sessions, sessions.c.id == runs.c.session_id)
+    joined = runs.outerjoin(sessions, sessions.c.id == runs.c.session_id)
+    was_opened = sessions.c.state.is_not(None)
+    total, failed, opened = connection.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((runs.c.status == RunStatus.FAILED.value, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((was_opened, 1), else_=0)), 0),
+        ).select_from(joined)
+    ).one()
+    asked = sorted(held)
+    stored_of: set[RunId] = set()
+    opened_of: set[RunId] = set()
+    for i in range(0, len(asked), _CHUNK):
+        chunk = asked[i : i + _CHUNK]
+        found = connection.execute(
+            select(runs.c.id, was_opened).select_from(joined).where(runs.c.id.in_(chunk))
         )
+        for run_id, is_opened in found:
+            stored_of.add(RunId(run_id))
+            if is_opened:
+                opened_of.add(RunId(run_id))
+    return RunCensus(
+        total=int(total),
+        failed=int(failed),
+        opened=int(opened),
+        stored_of=frozenset(stored_of),
+        opened_of=frozenset(opened_of),
     )
-    ids: list[RunId] = []
-    failed: set[RunId] = set()
-    opened: set[RunId] = set()
-    for run_id, status, was_opened in rows:
-        ids.append(RunId(run_id))
-        if status == RunStatus.FAILED.value:
-            failed.add(RunId(run_id))
-        if was_opened:
-            opened.add(RunId(run_id))
-    return RunCensus(failed=frozenset(failed), opened=frozenset(opened), ids=ids)
 
 
 def _found_persons(connection: Reads, text: str, after: str | None, limit: int) -> list[Person]:
@@ -235,13 +256,14 @@ class SqlConsole:
             lambda c: int(c.execute(select(func.count()).select_from(schema.threads)).scalar_one())
         )
 
-    async def run_census(self) -> RunCensus:
-        return await self._reads.transact(_census)
+    async def run_census(self, held: Collection[RunId] = ()) -> RunCensus:
+        """The runs counted, and which of `held` have a session that was ever opened."""
+        return await self._reads.transact(lambda c: _census(c, held))
 
-    async def finished_turns_since(self, since: int) -> list[FinishedTurn]:
-        """The turns that finished at or after `since` (microseconds), by
-        `ix_turns_finished_at` (`core.storage.overview_reads`)."""
-        return await self._reads.transact(lambda c: overview_reads.finished_turns_since(c, since))
+    async def last_hour(self, since: int) -> Hour:
+        """The hour from `since` (microseconds), counted by the database
+        (`core.storage.overview_reads.hour_from`)."""
+        return await self._reads.transact(lambda c: overview_reads.hour_from(c, since))
 
     async def slack_backlog(self) -> list[overview_reads.SlackBacklog]:
         return await self._reads.transact(overview_reads.slack_backlog)

@@ -1,9 +1,13 @@
 """The overview's reads of the last hour and of what waits to be delivered, each bounded by an
 index so that it costs the same with ten thousand conversations and a hundred thousand events.
 
-- `finished_turns_since`: the turns that finished since a time, with their run's role — a range
-  of `ix_turns_finished_at` (the hour's turns only, never the whole transcript), each turn's run
-  by the primary key of `runs`.
+- `hour_from`: the last hour (`core.model.activity`), counted by the database — the turns per
+  minute and the failed ones, the two durations at their nearest ranks (an offset into the
+  hour's durations in order), the failed turns and their runs per role. Each is a range of
+  `ix_turns_finished_at_started_at_outcome_run_id`, which holds every column these read, so the
+  turns' rows (their prompts and transcripts) are never read; only the failed turns' runs are
+  looked up (by the primary key of `runs`), for their role. Its cost follows the hour's turns,
+  not every turn ever taken, and no turn crosses into Python.
 - `slack_backlog`: per role whose Slack delivery has started, how far its cursor is behind the
   head of the event stream (the head minus the cursor: positions are never reused, so that is
   about the number of events committed since, bound to a DM or not — a position given back by a
@@ -21,9 +25,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import BigInteger, Connection, Integer, bindparam, case, func, select
 
-from core.model.activity import FinishedTurn
+from core.model.activity import (
+    MINUTE,
+    Hour,
+    Latency,
+    RoleFailures,
+    assemble,
+    hour_until,
+    rank_index,
+)
 from core.model.endpoints import EndpointStatus, Filters
 from core.model.runs.run import TurnOutcome
 from core.storage import schema
@@ -32,14 +44,37 @@ from core.storage.positions import handed_out
 _turns, _runs = schema.turns, schema.runs
 _cursors, _outbox, _ep = schema.slack_cursors, schema.slack_outbox, schema.endpoints
 
-FINISHED_SINCE = (
-    select(
-        _turns.c.run_id, _runs.c.role, _turns.c.started_at, _turns.c.finished_at, _turns.c.outcome
-    )
-    .join(_runs, _runs.c.id == _turns.c.run_id)
-    .where(_turns.c.finished_at >= bindparam("since"))
+_FAILED = TurnOutcome.FAILED.value
+_IN_HOUR = (_turns.c.finished_at >= bindparam("since", type_=BigInteger)) & (
+    _turns.c.finished_at < bindparam("until", type_=BigInteger)
 )
-"""By `ix_turns_finished_at` (a range from `since`), then `runs` by its primary key."""
+_SLOT = ((_turns.c.finished_at - bindparam("since", type_=BigInteger)) // MINUTE).label("slot")
+_DURATION = case(
+    (_turns.c.finished_at < _turns.c.started_at, 0),
+    else_=_turns.c.finished_at - _turns.c.started_at,
+).label("duration")
+
+MINUTES = (
+    select(_SLOT, func.count(), func.sum(case((_turns.c.outcome == _FAILED, 1), else_=0)))
+    .where(_IN_HOUR)
+    .group_by(_SLOT)
+)
+"""The hour's turns and failed turns per minute (a slot: 0 for the oldest minute)."""
+DURATION_AT = (
+    select(_DURATION)
+    .where(_IN_HOUR)
+    .order_by(_DURATION)
+    .limit(1)
+    .offset(bindparam("at", type_=Integer))
+)
+"""The duration at a rank of the hour's durations in ascending order."""
+FAILURES = (
+    select(_runs.c.role, func.count(), func.count(_turns.c.run_id.distinct()))
+    .join(_runs, _runs.c.id == _turns.c.run_id)
+    .where(_IN_HOUR, _turns.c.outcome == _FAILED)
+    .group_by(_runs.c.role)
+)
+"""The hour's failed turns and the distinct runs they were in, per role."""
 _INTENTS = select(_outbox.c.role, func.count()).group_by(_outbox.c.role)
 
 
@@ -64,18 +99,23 @@ class EndpointBacklog:
     """The part of `behind` that waits on parked endpoints."""
 
 
-def finished_turns_since(connection: Connection, since: int) -> list[FinishedTurn]:
-    rows = connection.execute(FINISHED_SINCE, {"since": since})
-    return [
-        FinishedTurn(
-            run_id=row.run_id,
-            role=row.role,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            failed=row.outcome == TurnOutcome.FAILED.value,
-        )
-        for row in rows
+def hour_from(connection: Connection, since: int) -> Hour:
+    """The hour from `since` (`core.model.activity.hour_since`), counted in the database."""
+    hour = {"since": since, "until": hour_until(since)}
+    counts = [(int(slot), int(n), int(f)) for slot, n, f in connection.execute(MINUTES, hour)]
+    turns = sum(n for _, n, _ in counts)
+
+    def at(share: float) -> int:
+        found = connection.execute(DURATION_AT, {**hour, "at": rank_index(turns, share)})
+        value: int = found.scalar_one()
+        return int(value)
+
+    latency = Latency(p50=at(0.5), p95=at(0.95)) if turns else None
+    failures = [
+        RoleFailures(role=role, turns=int(n), runs=int(runs))
+        for role, n, runs in connection.execute(FAILURES, hour)
     ]
+    return assemble(since, counts, latency, failures)
 
 
 def _stream_heads(connection: Connection) -> tuple[int, int]:

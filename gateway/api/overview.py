@@ -22,8 +22,9 @@
 What a run is doing now, and the widget's streams, are what the replica that answers
 (`replica`) holds: with several replicas, a run held by another one counts as `asleep` here
 (each replica's own are in `GET /api/v1/replicas`, `runs_owned`). The threads and runs counts
-scan those tables; the last hour and the deliveries read by indexed ranges only (see
-`core.storage.overview_reads`), never the events.
+are aggregates over those tables (no row of them crosses into Python but the runs held here); the
+last hour and the deliveries are counted by indexed ranges (see `core.storage.overview_reads`),
+never from the events or the turns' rows.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from aiohttp import web
 
 from channels.edge.requests import DATABASE_KEY, HOST_KEY, read_query
 from channels.web.routes import WEB_KEY
-from core.model.activity import Hour, hour_of, hour_since
+from core.model.activity import Hour, hour_since
 from core.model.timeline import rfc3339
 from core.storage.database import Database
 from core.storage.rows import from_micros, to_micros
@@ -86,24 +87,18 @@ async def _deliveries(request: web.Request, database: Database) -> dict[str, Any
 
 
 async def _runs(request: web.Request, database: Database) -> dict[str, int]:
-    host = request.app[HOST_KEY]
-    census = await database.console.run_census()
-    running = awake = asleep = 0
-    for run_id in census.ids:
-        if host.is_running(run_id):
-            running += 1
-        elif host.is_awake(run_id):
-            awake += 1
-        elif run_id in census.opened:
-            asleep += 1
-    total = len(census.ids)
+    held = request.app[HOST_KEY].held()
+    census = await database.console.run_census(held.unread)
+    gone = held.unread - census.stored_of  # removed since it was read: not counted
+    running, awake = held.running - gone, held.awake - gone
+    asleep = census.opened - len(held.opened) - len(census.opened_of)
     return {
-        "total": total,
-        "failed": len(census.failed),
-        "running": running,
-        "awake": awake,
-        "asleep": asleep,
-        "not_opened": total - running - awake - asleep,
+        "total": census.total,
+        "failed": census.failed,
+        "running": len(running),
+        "awake": len(awake),
+        "asleep": max(asleep, 0),
+        "not_opened": max(census.total - len(running) - len(awake) - max(asleep, 0), 0),
     }
 
 
@@ -114,7 +109,7 @@ async def overview(request: web.Request) -> web.Response:
     now = datetime.now(UTC)
     at = to_micros(now)
     since = hour_since(at)
-    hour = hour_of(await database.console.finished_turns_since(since), since)
+    hour = await database.console.last_hour(since)
     replicas = [replica_json(r, me, at) for r in await database.replicas.list(now=at)]
     return web.json_response(
         {

@@ -51,6 +51,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -109,6 +110,21 @@ def _unrouted(what: str, error: Exception) -> None:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Held:
+    """The runs a host holds now (`RunHost.held`), for the overview's counts."""
+
+    running: frozenset[RunId]
+    """A turn of each runs here."""
+    awake: frozenset[RunId]
+    """Each one's session is held here, no turn of it runs."""
+    opened: frozenset[RunId]
+    """Of those, the ones whose stored session was ever opened, as this host last read them."""
+    unread: frozenset[RunId]
+    """Of those, the ones this host holds no copy of (it reads them again before their next
+    turn): what the store knows of them is asked for."""
 
 
 class RunHost:
@@ -696,6 +712,30 @@ class RunHost:
     def is_awake(self, run_id: RunId) -> bool:
         live = self._by_run.get(run_id)
         return live is not None and live.session is not None
+
+    def held(self) -> Held:
+        """What the runs held here are doing, and what this host knows of their sessions."""
+        running: set[RunId] = set()
+        awake: set[RunId] = set()
+        opened: set[RunId] = set()
+        unread: set[RunId] = set()
+        for run_id, live in self._by_run.items():
+            if live.attempt is not None:
+                running.add(run_id)
+            elif live.session is not None:
+                awake.add(run_id)
+            else:
+                continue
+            if live.run is None:
+                unread.add(run_id)
+            elif live.run.session.opened:
+                opened.add(run_id)
+        return Held(
+            running=frozenset(running),
+            awake=frozenset(awake),
+            opened=frozenset(opened),
+            unread=frozenset(unread),
+        )
 
     def is_running(self, run_id: RunId) -> bool:
         live = self._by_run.get(run_id)
