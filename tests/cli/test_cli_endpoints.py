@@ -1,6 +1,7 @@
 """`rolecall endpoint …` against a running gateway: register an endpoint (its secret printed
-once) that a receiver on loopback gets signed events at, show and list it, replay it after it
-was parked, remove it; and one clear line for each failure.
+once) that a receiver on loopback gets signed events at, show and list it (what is pending, its
+last failure), read its delivery log a page at a time, replay it after it was parked, remove it;
+and one clear line for each failure.
 
 One gateway serves the module, allowed to deliver to loopback, parking an endpoint after two
 failures in a row, with a short backoff.
@@ -107,13 +108,29 @@ def test_add_deliver_show_replay_and_remove(cli: Cli, receiver: Receiver) -> Non
     until(lambda: cli("endpoint", "show", endpoint_id, "--json").json()["position"] > 0)
 
     receiver.status = 500
-    cli("thread", "send", thread["id"], "--as", "person:ann", "are you down?")
+    down = cli("thread", "send", thread["id"], "--as", "person:ann", "are you down?", "--json")
     parked = until(
         lambda: (
             (e := cli("endpoint", "show", endpoint_id, "--json").json())["status"] == "parked" and e
         )
     )
     assert parked["reason"] == "parked after 2 failed attempts in a row; the last: HTTP 500"
+    stuck = down.json()["position"]
+    about = fields(cli("endpoint", "show", endpoint_id).stdout)
+    assert about["pending"] == "1 events, 0 task events"
+    assert about["last_failure"].endswith(f"timeline.message at {stuck}: HTTP 500")
+
+    log = cli("endpoint", "deliveries", endpoint_id)
+    assert log.returncode == 0, log.stderr
+    lines = log.stdout.splitlines()
+    assert lines[0].split() == ["SEQ", "AT", "TYPE", "POSITION", "OUTCOME"]
+    outcomes = [line.split()[-2:] for line in lines[1:]]
+    assert outcomes == [["HTTP", "500"], ["HTTP", "500"], ["HTTP", "200"]]  # newest first
+    failed = cli("endpoint", "deliveries", endpoint_id, "--failed", "--limit", "1").stdout
+    assert len(failed.splitlines()) == 3 and failed.splitlines()[-1].startswith("(more: --before ")
+    before = failed.splitlines()[-1].split()[-1].rstrip(")")
+    rest = cli("endpoint", "deliveries", endpoint_id, "--failed", "--before", before).stdout
+    assert len(rest.splitlines()) == 2 and rest.splitlines()[1].endswith("HTTP 500")
     listed = cli("endpoint", "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split()[:5] == ["ENDPOINT", "STATUS", "CURSORS", "KINDS", "URL"]

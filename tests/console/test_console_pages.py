@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.api.thread_channels import MAX_SPAN
 from gateway.console.api import ApiRefused, api_path
 from gateway.console.guard import Visit, page
 from tests.api.conftest import Api
@@ -310,6 +311,29 @@ async def test_the_timeline_is_paged_newest_first(console: Console) -> None:
     earlier = await client.get(older.group(1).replace("&amp;", "&"))
     assert earlier.said.count('class="event message') == 5
     assert "Older events" not in earlier.text and "data-stream" not in earlier.text
+
+
+async def test_a_page_spanning_a_long_blackout_asks_the_newest_seqs_delivery_states(
+    console: Console,
+) -> None:
+    """Viewed as someone removed for longer than the channels read's span (`MAX_SPAN` seqs), a
+    page of what they may see runs from before the blackout to after it: the page still opens,
+    asking where only its newest `MAX_SPAN` seqs were delivered."""
+    thread = (await console.api.thread("person:ann", "person:bo", "role:quiet"))["id"]
+    await console.api.say(thread, "person:bo", "before I go")
+    await console.api.set_state(thread, "person:bo", "removed")
+    for n in range(MAX_SPAN + 10):
+        await console.api.say(thread, "person:ann", f"while away {n}")
+    await console.api.set_state(thread, "person:bo", "active")
+    await console.api.say(thread, "person:ann", "welcome back")
+    client = await console.signed_in()
+
+    as_bo = await client.get(f"/console/conversations/{thread}?as=person%3Abo")
+
+    assert as_bo.status == 200, as_bo.text
+    seen = as_bo.said
+    assert "before I go" in seen and "welcome back" in seen and "while away" not in seen
+    assert seen.index("Blackout begins") < seen.index("Blackout ends") < seen.index("welcome")
 
 
 # --- the live stream ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
     rolecall endpoint add URL [--kind K]… [--role R]… [--thread ID]… [--from P] [--from-task P]
     rolecall endpoint list
     rolecall endpoint show ID
+    rolecall endpoint deliveries ID [--failed] [--before SEQ] [--limit N]
     rolecall endpoint replay ID [--from POSITION] [--from-task POSITION]
     rolecall endpoint remove ID
 
@@ -75,10 +76,22 @@ def add_commands(commands: Any) -> None:
 
     add("list", endpoint_list_command, "every endpoint, oldest first")
 
-    sub = add("show", endpoint_show_command, "an endpoint: status, reason, failures, cursors")
+    sub = add(
+        "show",
+        endpoint_show_command,
+        "an endpoint: status, reason, failures, cursors, what is pending, its last failure",
+    )
     sub.add_argument(
         "endpoint_id", metavar="ID", help="the endpoint's id (from `rolecall endpoint list`)"
     )
+
+    sub = add("deliveries", endpoint_deliveries_command, "its delivery log, newest attempt first")
+    sub.add_argument(
+        "endpoint_id", metavar="ID", help="the endpoint's id (from `rolecall endpoint list`)"
+    )
+    sub.add_argument("--failed", action="store_true", help="only the attempts that failed")
+    sub.add_argument("--before", type=count(1), metavar="SEQ", help="the page before this attempt")
+    sub.add_argument("--limit", type=count(1), metavar="N", help="at most N attempts (1-500; 50)")
 
     sub = add(
         "replay",
@@ -159,6 +172,38 @@ def endpoint_show_command(args: argparse.Namespace) -> int:
     return output(args, endpoint, _print_endpoint)
 
 
+def endpoint_deliveries_command(args: argparse.Namespace) -> int:
+    query = {
+        "failed": "true" if args.failed else None,
+        "before": args.before,
+        "limit": args.limit,
+    }
+    asked = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+    path = _path(args.endpoint_id) + "/deliveries" + (f"?{asked}" if asked else "")
+    page = gateway_client(args).request("GET", path).data
+    if args.json:
+        print_json(page)
+        return 0
+    deliveries = page.get("deliveries") or []
+    if not deliveries:
+        print("(no failed deliveries)" if args.failed else "(no deliveries)")
+    else:
+        rows = [
+            [
+                str(d.get("seq")),
+                str(d.get("at")),
+                str(d.get("type")),
+                str(d.get("position")),
+                one_line(str(d.get("outcome"))),
+            ]
+            for d in deliveries
+        ]
+        print(table([["SEQ", "AT", "TYPE", "POSITION", "OUTCOME"], *rows]))
+    if page.get("next") is not None:
+        print(f"(more: --before {page['next']})")
+    return 0
+
+
 def endpoint_replay_command(args: argparse.Namespace) -> int:
     body = {"from_position": args.from_position, "from_task_position": args.from_task_position}
     endpoint = (
@@ -193,7 +238,24 @@ def _print_endpoint(endpoint: JSON, *, note: str | None = None) -> None:
         ["position", str(endpoint.get("position"))],
         ["task_position", str(endpoint.get("task_position"))],
         ["next_attempt_at", str(endpoint.get("next_attempt_at") or "-")],
+        *_backlog(endpoint),
         ["created_at", str(endpoint.get("created_at"))],
         ["updated_at", str(endpoint.get("updated_at"))],
     ]
     print(table(fields))
+
+
+def _backlog(endpoint: JSON) -> list[list[str]]:
+    """What `show` adds to an endpoint: the events waiting for it and its last failed attempt."""
+    if "pending" not in endpoint:  # a replay answers the endpoint alone
+        return []
+    pending = endpoint.get("pending") or {}
+    waiting = f"{pending.get('events', 0)} events, {pending.get('task_events', 0)} task events"
+    failure = endpoint.get("last_failure")
+    last = (
+        f"{failure.get('at')}  {failure.get('type')} at {failure.get('position')}: "
+        + one_line(str(failure.get("outcome")))
+        if failure
+        else "-"
+    )
+    return [["pending", waiting], ["last_failure", last]]
