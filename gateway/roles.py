@@ -1,6 +1,9 @@
 """The roles the gateway serves, from `ROLECALL_ROLES_DIR`, and their HTTP routes.
 
-    GET /api/v1/roles          every role: `{"roles": [role, …]}`, by name
+    GET /api/v1/roles[?after=NAME&limit=N]
+                               the roles by name: `{"roles": [role, …], "next": NAME|null}`;
+                               every one without `limit`, else a page of at most N (1-500)
+                               after the name `after`
     GET /api/v1/roles/{name}   one role; unknown → 404 `role_not_found`
 
 Roles are read once, before the application is built; a bad manifest stops start-up with one
@@ -14,10 +17,11 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.edge.requests import ROLES_KEY, read_query
+from channels.edge.requests import ROLES_KEY, query_int, read_query
 from core.model.errors import NotFound
 from core.model.retention import written
 from core.model.roles import ManifestError, Role, load_roles
+from core.storage.pages import MAX_PAGE
 from gateway.settings import Settings
 
 routes = web.RouteTableDef()
@@ -49,9 +53,16 @@ def role_json(role: Role) -> dict[str, Any]:
 
 @routes.get("/api/v1/roles")
 async def list_roles(request: web.Request) -> web.Response:
-    read_query(request, [])
+    params = read_query(request, ["after", "limit"])
     roles = request.app[ROLES_KEY]
-    return web.json_response({"roles": [role_json(roles[name]) for name in sorted(roles)]})
+    names = [name for name in sorted(roles) if name > params.get("after", "")]
+    shown = names
+    if "limit" in params:
+        shown = names[: query_int(params, "limit", default=MAX_PAGE, low=1, high=MAX_PAGE)]
+    more = len(shown) < len(names)
+    return web.json_response(
+        {"roles": [role_json(roles[name]) for name in shown], "next": shown[-1] if more else None}
+    )
 
 
 @routes.get("/api/v1/roles/{name}")

@@ -436,8 +436,16 @@ def _roles_and_memory() -> dict[str, Any]:
         "/api/v1/roles": path(
             get=operation(
                 "list_roles",
-                "The roles this gateway serves, by name",
+                "The roles this gateway serves, by name: every one, or a page with `limit`",
                 tag="roles",
+                parameters=[
+                    query("after", STRING, "the page after this role's name"),
+                    query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+                        "at most this many (without it: every role)",
+                    ),
+                ],
                 answers={200: answer("the roles", ref("RoleList"))},
             ),
         ),

@@ -276,7 +276,16 @@ def _role_schemas() -> dict[str, Schema]:
         kept[name] = nullable(described(STRING, "`30d`, `12h`, `forever`; null: the default"))
     schema["properties"] = {"address": ADDRESS, **schema["properties"]}
     schema["required"] = ["address", *schema.get("required", [])]
-    return {**parts, "Role": schema, "RoleList": obj({"roles": array(ref("Role"))})}
+    return {
+        **parts,
+        "Role": schema,
+        "RoleList": obj(
+            {
+                "roles": array(ref("Role")),
+                "next": described(nullable(STRING), "the last name shown, when more follow"),
+            }
+        ),
+    }
 
 
 _MEMORY: dict[str, Schema] = {

@@ -1,6 +1,8 @@
 """The console's roles: every role the gateway serves, and one role's manifest as loaded.
 
-    GET /console/roles          each role: its runtime, its main limits, how its agents fare
+    GET /console/roles[?after=NAME]
+                                each role, `PAGE` at a time by name: its runtime, its main
+                                limits, how its agents fare
     GET /console/roles/{name}   one role: runtime, limits, secrets by setting name, the whole
                                 manifest as loaded, how its agents fare, its failed runs
 
@@ -28,6 +30,8 @@ from gateway.console.api import QueryValue, api_path
 from gateway.console.guard import Visit, page
 from gateway.console.render import render
 
+PAGE = 25
+"""Roles on a page of the list."""
 COUNTED = 20
 """Failed runs counted per role on the list ("20 or more" past that)."""
 SHOWN = 10
@@ -146,13 +150,16 @@ def runtime_of(role: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @page
 async def roles(request: web.Request, visit: Visit) -> web.StreamResponse:
-    found: list[dict[str, Any]] = (await visit.api.get(api_path("roles")))["roles"]
+    after = request.query.get("after") or None
+    found = await visit.api.get(api_path("roles"), {"after": after, "limit": PAGE})
     hour = await _failures_last_hour(visit)
     shown = [
         (role, health_of(await _failed_runs(visit, role["name"], COUNTED), hour.get(role["name"])))
-        for role in found
+        for role in found["roles"]
     ]
-    return render("roles.html", **visit.context("roles"), roles=shown)
+    return render(
+        "roles.html", **visit.context("roles"), roles=shown, after=after, next=found["next"]
+    )
 
 
 @page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -67,3 +68,37 @@ async def test_a_role_shows_its_secrets_by_setting_name_and_its_retention_as_wri
         "transcripts": "forever",
         "deliveries": None,
     }
+
+
+async def test_roles_are_paged_by_name_when_a_limit_is_asked(tmp_path: Path) -> None:
+    roles = {
+        name: Role.model_validate(
+            {
+                "name": name,
+                "display_name": name.title(),
+                "runtime": {"kind": "builtin", "agent": "echo"},
+            }
+        )
+        for name in ("cedar", "alder", "birch", "dogwood", "elm")
+    }
+    app = build_app(make_settings(tmp_path), api_token=TOKEN, roles=roles)
+    async with serve(app) as server, aiohttp.ClientSession() as session:
+        api = Api(server, session)
+        every = (await api.get("/api/v1/roles")).body
+        first = (await api.get("/api/v1/roles?limit=2")).body
+        second = (await api.get(f"/api/v1/roles?limit=2&after={first['next']}")).body
+        last = (await api.get(f"/api/v1/roles?limit=2&after={second['next']}")).body
+        exact = (await api.get("/api/v1/roles?limit=2&after=cedar")).body
+        beyond = (await api.get("/api/v1/roles?after=zzz")).body
+        refused = await api.get("/api/v1/roles?limit=0")
+
+    def names(page: dict[str, Any]) -> list[str]:
+        return [r["name"] for r in page["roles"]]
+
+    assert names(every) == ["alder", "birch", "cedar", "dogwood", "elm"] and every["next"] is None
+    assert (names(first), first["next"]) == (["alder", "birch"], "birch")
+    assert (names(second), second["next"]) == (["cedar", "dogwood"], "dogwood")
+    assert (names(last), last["next"]) == (["elm"], None)
+    assert (names(exact), exact["next"]) == (["dogwood", "elm"], None)
+    assert beyond == {"roles": [], "next": None}
+    refused.error(422, "invalid_parameter")

@@ -2,8 +2,8 @@
 limits and how its agents fare — healthy, failing while a run of it is failed, unsteady once
 that run was retried and answered; a role's page with its runtime, its limits (retention as a
 manifest writes it), its secrets by setting name and never by value, its manifest as loaded,
-its failed runs and the links to its runs; an unknown role is a sentence; and in Chromium, both
-pages as a person reads them.
+its failed runs and the links to its runs; the list paged by name; an unknown role is a
+sentence; and in Chromium, both pages as a person reads them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from core.engine.runtimes.builtin.echo import Echo
 from core.engine.runtimes.registry import Runtimes
 from core.model.roles import Role
 from gateway.app import build_app
+from gateway.console import roles as console_roles
 from tests.api.conftest import ECHO, TOKEN
 from tests.browser.harness import OpenPage, save_screenshot
 from tests.console.conftest import Console, serve_console
@@ -162,6 +163,26 @@ async def test_a_failing_role_lists_its_failed_runs(console: Console) -> None:
     assert f'href="/console/runs/{run["id"]}"' in page.text
     assert "AgentError: the model endpoint is down for now" in page.plain
     assert 'href="/console/runs?role=flaky&amp;status=failed"' in page.text
+
+
+async def test_the_roles_are_paged_by_name(
+    console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console_roles, "PAGE", 2)
+    client = await console.signed_in()
+
+    first = await client.get("/console/roles")
+
+    assert (
+        'href="/console/roles/echo"' in first.text and 'href="/console/roles/flaky"' in first.text
+    )
+    assert 'href="/console/roles/keeper"' not in first.text and "First page" not in first.text
+    assert '<a rel="next" href="/console/roles?after=flaky">Next page</a>' in first.text
+    second = await client.get("/console/roles?after=flaky")
+    assert 'href="/console/roles/keeper"' in second.text and 'rel="next"' not in second.text
+    assert 'href="/console/roles/echo"' not in second.text and "First page" in second.text
+    beyond = await client.get("/console/roles?after=zz")
+    assert beyond.status == 200 and "No roles come after zz :" in beyond.plain
 
 
 async def test_an_unknown_role_is_a_sentence(console: Console) -> None:
