@@ -45,7 +45,7 @@ from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns, Reads
 from core.storage.ids import new_id
 from core.storage.leases_store import check_fence
-from core.storage.positions import handed_out, read_committed
+from core.storage.positions import committed, handed_out, read_committed
 from core.storage.rows import from_micros, to_micros
 from core.storage.tasks_store import event_from_row
 from core.storage.transact import Transactor
@@ -113,7 +113,8 @@ def _get(connection: Reads, endpoint_id: str) -> Endpoint:
 @dataclass(frozen=True, slots=True)
 class CreateEndpoint(NoRuns):
     """A new endpoint, delivering from `start` in the timeline and `task_start` in the task
-    events (inclusive; None: the head, only what comes next)."""
+    events (inclusive; None: the positions handed out, only what comes next — the repository
+    passes the committed heads instead, `SqlEndpointRepository.create`)."""
 
     url: str
     secret: str
@@ -370,6 +371,13 @@ class SqlEndpointRepository:
         start: int | None = None,
         task_start: int | None = None,
     ) -> Endpoint:
+        if start is None or task_start is None:
+            # Only what comes next: from the committed heads. On PostgreSQL an event another
+            # replica is committing now may lie below the positions handed out; a cursor there
+            # would pass over it for good, one here may deliver events of moments before.
+            heads = await committed(self._reads)
+            start = heads.events + 1 if start is None else start
+            task_start = heads.tasks + 1 if task_start is None else task_start
         return await self._writer.run(CreateEndpoint(url, secret, filters, start, task_start))
 
     async def record(

@@ -28,7 +28,7 @@ from core.model.tasks import ExternalRef, Task, TaskEvent, TaskId
 from core.model.timeline import ThreadId, rfc3339
 from core.storage import schema
 from core.storage.batch import Batch, BatchView, NoRuns
-from core.storage.positions import handed_out
+from core.storage.positions import committed
 from core.storage.rows import from_micros
 from core.storage.tasks_store import event_from_row, lock_external, task_by_external, task_from_row
 from core.storage.transact import Transactor
@@ -51,8 +51,12 @@ class _OfRun:
 
 @dataclass(frozen=True, slots=True)
 class Subscribe(_OfRun):
+    """Watch the task: its news begins after task-event position `since`."""
+
     run_id: RunId
     task_id: TaskId
+    since: int
+    """The task events' committed head, read before the batch (`SqlSubscriptionRepository`)."""
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> bool:
@@ -66,12 +70,9 @@ class Subscribe(_OfRun):
     def write(self, batch: Batch, plan: bool) -> Callable[[], bool]:
         if not plan:
             return lambda: False
-        # On PostgreSQL a task event being committed by another replica at this moment may
-        # count as before the subscription: the two are concurrent.
-        since = handed_out(batch.connection).tasks
         batch.connection.execute(
             insert(_s).values(
-                run_id=self.run_id, task_id=self.task_id, since=since, created_at=batch.now
+                run_id=self.run_id, task_id=self.task_id, since=self.since, created_at=batch.now
             )
         )
         return lambda: True
@@ -101,6 +102,8 @@ class SubscribeByKey(_OfRun):
 
     run_id: RunId
     ref: ExternalRef
+    since: int
+    """As `Subscribe.since`, when a task refers to the item."""
     thread_ids: Sequence[ThreadId] = ()
 
     def check(self, batch: BatchView) -> tuple[Subscribe, bool] | None:
@@ -110,7 +113,7 @@ class SubscribeByKey(_OfRun):
         task = task_by_external(batch.connection, self.ref)
         if task is None:
             return None
-        subscribe = Subscribe(self.run_id, task.id)
+        subscribe = Subscribe(self.run_id, task.id, self.since)
         return subscribe, subscribe.check(batch)
 
     def write(
@@ -340,7 +343,14 @@ class SqlSubscriptionRepository:
 
     async def subscribe(self, run_id: RunId, task_id: TaskId) -> bool:
         """Watch the task from now on; False when the run already did."""
-        return await self._writer.run(Subscribe(run_id, task_id))
+        return await self._writer.run(Subscribe(run_id, task_id, await self._since()))
+
+    async def _since(self) -> int:
+        """Where a subscription made now begins: the task events' committed head. On
+        PostgreSQL, where another replica may be committing a task event below the positions
+        handed out, it may make news of an event committed moments before the subscription —
+        never pass over one committed after it."""
+        return (await committed(self._reads)).tasks
 
     async def unsubscribe(self, run_id: RunId, task_id: TaskId) -> bool:
         """Stop watching; False when the run did not."""
@@ -349,7 +359,7 @@ class SqlSubscriptionRepository:
     async def subscribe_by_key(self, run_id: RunId, ref: ExternalRef) -> tuple[TaskId | None, bool]:
         """Watch the external item: (its task, or None while no task refers to it; whether
         this is new)."""
-        return await self._writer.run(SubscribeByKey(run_id, ref))
+        return await self._writer.run(SubscribeByKey(run_id, ref, await self._since()))
 
     async def unsubscribe_by_key(
         self, run_id: RunId, ref: ExternalRef

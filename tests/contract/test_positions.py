@@ -2,7 +2,8 @@
 one writer holds every reader below the positions it may commit, however many later positions
 other writers have committed; its commit, or its rollback (its connection gone, as when its
 replica dies), lets the readers on at once; and no reader ever resumes past a position that is
-committed after it read."""
+committed after it read — nor does a webhook endpoint or a task subscription that begins while
+another writer's batch is open."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from contextlib import asynccontextmanager
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
+from core.model.endpoints import Filters, new_secret
 from core.model.participants import ParticipantSet, parse_address
+from core.model.tasks import Actor
 from core.storage import positions
 from core.storage.database import Database, open_database
 
@@ -33,15 +36,17 @@ async def pg(database_url: str) -> AsyncIterator[Database]:
 
 
 @asynccontextmanager
-async def open_batch(url: str) -> AsyncIterator[tuple[AsyncConnection, list[int]]]:
-    """Another writer's batch, left open after taking one timeline position."""
+async def open_batch(
+    url: str, stream: str = "events"
+) -> AsyncIterator[tuple[AsyncConnection, list[int]]]:
+    """Another writer's batch, left open after taking one position of `stream`."""
     engine = create_async_engine(url, isolation_level="READ COMMITTED")
     try:
         async with engine.connect() as connection:
             writer = await connection.run_sync(lambda c: positions.register_writer(c, 0))
             await connection.commit()
             await connection.run_sync(lambda c: positions.open_batch(c, writer))
-            taken = await connection.run_sync(lambda c: positions.take(c, "events", 1, writer, 0))
+            taken = await connection.run_sync(lambda c: positions.take(c, stream, 1, writer, 0))
             yield connection, taken
     finally:
         await engine.dispose()
@@ -90,3 +95,34 @@ async def test_positions_taken_in_a_batch_increase_and_are_recorded_with_the_wri
     assert held < one < two
     heads = await pg._reads.transact(positions.handed_out)
     assert heads.events == two
+
+
+async def test_a_new_endpoint_starts_below_a_position_another_writer_may_still_commit(
+    pg: Database, database_url: str
+) -> None:
+    async with open_batch(database_url) as (other, [held]):
+        later = await _said(pg, "committed while the other batch is open")
+        endpoint = await pg.endpoints.create(
+            url="https://hooks.example/h", secret=new_secret(b"k" * 24), filters=Filters()
+        )
+        # From the positions handed out (`later`) it would pass over `held` for good.
+        assert endpoint.cursors.position == held - 1 < later
+        await other.commit()
+
+
+async def test_a_subscription_begins_below_a_task_event_another_writer_may_still_commit(
+    pg: Database, database_url: str
+) -> None:
+    thread, _ = await pg.threads.resolve(ParticipantSet.of(["person:ann", "role:concierge"]))
+    run, _ = await pg.runs.ensure_conversation_run(thread.id, "concierge")
+    task, _ = await pg.tasks.create(
+        title="Order chairs", body="", assignee=None, external=None, actor=Actor.person(ANN)
+    )
+    async with open_batch(database_url, "task_events") as (other, [held]):
+        _, later = await pg.tasks.create(
+            title="Order desks", body="", assignee=None, external=None, actor=Actor.person(ANN)
+        )
+        assert await pg.subscriptions.subscribe(run.id, task.id) is True
+        [subscriber], _ = await pg.subscriptions.subscribers(task.id)
+        assert subscriber.since == held - 1 < later.position
+        await other.commit()
