@@ -494,7 +494,7 @@ class SqlPeopleRepository:
     # --- reads ------------------------------------------------------------------------------
 
     async def get(self, slug: str) -> Person:
-        return await self._reads.transact(lambda c: person(c, slug))
+        return await self._reads.transact_single(lambda c: person(c, slug))
 
     async def profile(self, slug: str) -> tuple[Person, list[LinkedIdentity]]:
         """The person and their identities, oldest link first, in one snapshot."""

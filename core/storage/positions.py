@@ -27,10 +27,13 @@ become visible in commit order and the counter itself is the head readers may re
   rolled back for good. A writer whose lock is held may commit any position above the highest
   its committed batches took (its row, as committed): that is its bound. The head is the least
   of L and those bounds. A writer whose batch began after the read of L takes positions above L.
-- The head must be read in a transaction of its own, *before* the snapshot the reader reads in
+- The head must be read on its own, *before* the snapshot the reader reads in
   (`read_committed`): a batch that commits between the two is then in the reader's snapshot.
   Readers take their snapshots at their first statement (REPEATABLE READ), so a head read inside
-  the same snapshot could count a batch as committed that the snapshot does not show.
+  the same snapshot could count a batch as committed that the snapshot does not show. Its two
+  statements run in autocommit (`Transactor.transact_single`), each a transaction of its own:
+  the tries for the locks see every writer row as committed when they run, after L was read,
+  which bounds each open batch as above.
 
 `stream_writers` rows of processes gone for a day (their lock free) are deleted when a writer
 registers; a batch whose writer row is missing fails (`WriterGone`) and commits nothing, so a
@@ -43,7 +46,7 @@ import secrets
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -219,8 +222,8 @@ def handed_out(connection: Connection) -> Heads:
 
 
 def committed_heads(connection: Connection) -> Heads:
-    """Each stream's committed head. On PostgreSQL, in a transaction of its own, before the
-    snapshot it is read in (`read_committed`)."""
+    """Each stream's committed head. On PostgreSQL, on its own, before the snapshot it is read
+    in (`read_committed`)."""
     if not is_postgresql(connection):
         values = {
             row.stream: row.value for row in connection.execute(select(_c.c.stream, _c.c.value))
@@ -250,29 +253,27 @@ def committed_heads(connection: Connection) -> Heads:
 
 
 async def read_committed(
-    reads: Transactor, work: Callable[[Connection, Heads], R], *, brief: bool = False
+    reads: Transactor,
+    work: Callable[[Connection, Heads], R],
+    *,
+    brief: bool = False,
+    single: bool = False,
 ) -> R:
     """`work(connection, heads)`, reading no position beyond `heads`: on SQLite in one
-    transaction; on PostgreSQL the heads first, in a transaction of their own."""
-
-    def first(connection: Connection) -> tuple[bool, Heads | R]:
-        heads = committed_heads(connection)
-        if not is_postgresql(connection):
-            return True, work(connection, heads)
-        return False, heads
-
-    run = reads.transact_brief if brief else reads.transact
-    done, value = await run(first)
-    if done:
-        return cast(R, value)
-    heads = _no_lower(reads, cast(Heads, value))
+    transaction; on PostgreSQL the heads first, on their own. `brief`: the work is a bounded
+    read (`Transactor.transact_brief`); `single`: one statement (`transact_single`)."""
+    run = reads.transact_single if single else reads.transact_brief if brief else reads.transact
+    if not reads.autocommits:
+        return await run(lambda connection: work(connection, committed_heads(connection)))
+    heads = await committed(reads)
     return await run(lambda connection: work(connection, heads))
 
 
 async def committed(reads: Transactor) -> Heads:
-    """Each stream's committed head, in a transaction of its own, never lower than one this
-    process read before through `reads`."""
-    return _no_lower(reads, await reads.transact(committed_heads))
+    """Each stream's committed head, on its own (on PostgreSQL each of its two statements in
+    a transaction of its own: see the module), never lower than one this process read before
+    through `reads`."""
+    return _no_lower(reads, await reads.transact_single(committed_heads))
 
 
 _KNOWN: weakref.WeakKeyDictionary[Transactor, Heads] = weakref.WeakKeyDictionary()

@@ -204,7 +204,7 @@ class SqlThreadRepository:
         return await positions.read_committed(
             self._reads,
             lambda c, heads: threads_reads.since(c, position, limit, heads.events),
-            brief=True,
+            single=True,
         )
 
     async def head(self) -> int:

@@ -16,7 +16,9 @@ database depends on the backend:
   database locked (another process writing, for the writer; WAL recovery, for a reader) runs in
   a thread instead, which waits as long as `busy_timeout` allows.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
-  the driver underneath; the loop stays free). A unit of work that fails for a reason of the
+  the driver underneath; the loop stays free). Work of one statement (`transact_single`) runs
+  in autocommit: the statement is its own transaction, one round trip to the server instead of
+  three (BEGIN, it, COMMIT). A unit of work that fails for a reason of the
   server's (it is restarting, the connection was lost, no connection is left: `outage`) raises
   `StorageUnavailable` (`core.storage.errors`), whatever the driver called it; nothing is
   retried here, so nothing is ever written twice.
@@ -49,6 +51,17 @@ class Transactor(Protocol):
     async def transact_brief(self, work: Callable[[Connection], R]) -> R:
         """`transact`, for work known to be brief (a bounded page by an index): where the
         backend allows, it runs right here on the event loop."""
+        ...
+
+    async def transact_single(self, work: Callable[[Connection], R]) -> R:
+        """`transact_brief`, for work that reads in one statement, or in several that need no
+        snapshot in common: on PostgreSQL each statement is then a transaction of its own
+        (autocommit), without a BEGIN and a COMMIT around it."""
+        ...
+
+    @property
+    def autocommits(self) -> bool:
+        """Whether `transact_single` runs its statements outside a transaction (PostgreSQL)."""
         ...
 
     async def close(self) -> None: ...
@@ -117,6 +130,13 @@ class ThreadTransactor:
             raise
         _commit(transaction)
         return result
+
+    async def transact_single(self, work: Callable[[Connection], R]) -> R:
+        return await self.transact_brief(work)
+
+    @property
+    def autocommits(self) -> bool:
+        return False
 
     def _dispose(self) -> None:
         with self._lock:
@@ -199,7 +219,7 @@ class AsyncTransactor:
     """PostgreSQL: an async engine; the work runs through `run_sync`.
 
     A failure for a reason of the server's (see `outage`) is raised as `StorageUnavailable`;
-    the pool pings a connection before it hands it out (`core.storage.engine`), so once the
+    the pool hands out no connection the server closed (`core.storage.engine`), so once the
     server is back, the next unit of work runs on a fresh connection.
     """
 
@@ -218,6 +238,25 @@ class AsyncTransactor:
 
     async def transact_brief(self, work: Callable[[Connection], R]) -> R:
         return await self.transact(work)
+
+    async def transact_single(self, work: Callable[[Connection], R]) -> R:
+        if not self.autocommits:
+            return await self.transact(work)
+        try:
+            async with self._engine.connect() as connection:
+                # Setting it costs no round trip: the driver's adapter only starts no
+                # transaction; the pool sets the connection back when it is returned.
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
+                return await connection.run_sync(work)
+        except Exception as error:
+            reason = outage(error)
+            if reason is None:
+                raise
+            raise StorageUnavailable(reason) from error
+
+    @property
+    def autocommits(self) -> bool:
+        return self._engine.dialect.name == "postgresql"
 
     async def close(self) -> None:
         await self._engine.dispose()
