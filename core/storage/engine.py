@@ -1,9 +1,9 @@
 """Creating SQLAlchemy async engines for SQLite (aiosqlite) and PostgreSQL (asyncpg).
 
-PostgreSQL's engines make sure a connection is alive before the pool hands it out and bound the
-waits on the server (`CONNECT_TIMEOUT`, `POOL_TIMEOUT`; the storage's own engines
-`COMMAND_TIMEOUT` too), so a restarted server is reconnected to and an unreachable one is
-reported quickly (`core.storage.errors`).
+PostgreSQL's engines ping a connection before using it and bound the waits on the server
+(`CONNECT_TIMEOUT`, `POOL_TIMEOUT`; the storage's own engines `COMMAND_TIMEOUT` too), so a
+restarted server is reconnected to and an unreachable one is reported quickly
+(`core.storage.errors`).
 
 SQLite runs in WAL mode (readers never block the writer) with `synchronous=FULL`, so a commit
 that was acknowledged survives a crash of the machine, not just of the process. A writer's
@@ -20,7 +20,6 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
@@ -52,8 +51,8 @@ def _prepare_sqlite(sync_engine: Engine, *, writer: bool) -> None:
 PRAGMAS = ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=10000")
 
 # PostgreSQL engines, for when the server restarts or goes away (see `core.storage.errors`): a
-# connection the server closed (a restart closes them all) is replaced before the pool hands it
-# out, not used (`_refuse_closed`); and every wait is bounded, so a request answers 503 in
+# connection is pinged before the pool hands it out, so one the server closed (a restart closes
+# them all) is replaced, not used; and every wait is bounded, so a request answers 503 in
 # seconds rather than hanging on a server that does not answer.
 CONNECT_TIMEOUT = 5.0
 """Seconds to open a connection (asyncpg's default is a minute)."""
@@ -69,23 +68,6 @@ def _sqlite_file(url: str) -> None:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _refuse_closed(sync_engine: Engine) -> None:
-    """Before the pool hands a connection out, make sure its driver has not seen it closed —
-    by the server (a restart, a terminated backend) or by the network: a check in the process,
-    with no round trip to the server. SQLAlchemy's `pool_pre_ping` would ask the server each
-    time, three round trips (a transaction around `;`, for pgbouncer) before every unit of
-    work: on the serving path that was most of a short read's cost. A connection that dies
-    unseen (the server unreachable, not closing) fails its statement instead, which is an
-    outage the caller is told of (`core.storage.errors`); SQLAlchemy then invalidates every
-    connection of the pool opened before it, so the next unit of work opens fresh ones."""
-
-    @event.listens_for(sync_engine, "checkout")
-    def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-        if dbapi_connection.driver_connection.is_closed():
-            # The pool discards it and hands out another (or opens a new one).
-            raise DisconnectionError("the server closed this connection")
-
-
 def create_engine(
     url: str, *, pool_size: int = 5, writer: bool = False, serving: bool = False
 ) -> AsyncEngine:
@@ -93,8 +75,7 @@ def create_engine(
     the migrations on either backend. SQLite's own readers and writer use
     `create_sqlite_sync_engine` in threads of their own (see `core.storage.transact`).
 
-    On PostgreSQL a connection is checked before the pool hands it out (`serving`: in the
-    process, `_refuse_closed`; otherwise pinged), is opened within
+    On PostgreSQL a connection is pinged before the pool hands it out, is opened within
     `CONNECT_TIMEOUT` or not at all, and is waited for `POOL_TIMEOUT` at most. `serving`: the
     engines of a running gateway's storage, whose every statement is also bounded
     (`COMMAND_TIMEOUT`); a migration's statements are not. A serving pool never opens more than
@@ -106,18 +87,15 @@ def create_engine(
         connect: dict[str, Any] = {"timeout": CONNECT_TIMEOUT}
         if serving:
             connect["command_timeout"] = COMMAND_TIMEOUT
-        engine = create_async_engine(
+        return create_async_engine(
             url,
             pool_size=pool_size,
             max_overflow=0 if serving else pool_size,
             isolation_level=isolation,
-            pool_pre_ping=not serving,
+            pool_pre_ping=True,
             pool_timeout=POOL_TIMEOUT,
             connect_args=connect,
         )
-        if serving:
-            _refuse_closed(engine.sync_engine)
-        return engine
     _sqlite_file(url)
     engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
     _prepare_sqlite(engine.sync_engine, writer=writer)

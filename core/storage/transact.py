@@ -17,8 +17,8 @@ database depends on the backend:
   a thread instead, which waits as long as `busy_timeout` allows.
 - PostgreSQL: on an asyncpg connection, through SQLAlchemy's `run_sync` (the statements await
   the driver underneath; the loop stays free). Work of one statement (`transact_single`) runs
-  in autocommit: the statement is its own transaction, one round trip to the server instead of
-  three (BEGIN, it, COMMIT). A unit of work that fails for a reason of the
+  in autocommit: the statement is its own transaction, without the round trips of a BEGIN and
+  a COMMIT around it. A unit of work that fails for a reason of the
   server's (it is restarting, the connection was lost, no connection is left: `outage`) raises
   `StorageUnavailable` (`core.storage.errors`), whatever the driver called it; nothing is
   retried here, so nothing is ever written twice.
@@ -27,8 +27,9 @@ database depends on the backend:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
@@ -219,22 +220,18 @@ class AsyncTransactor:
     """PostgreSQL: an async engine; the work runs through `run_sync`.
 
     A failure for a reason of the server's (see `outage`) is raised as `StorageUnavailable`;
-    the pool hands out no connection the server closed (`core.storage.engine`), so once the
+    the pool pings a connection before it hands it out (`core.storage.engine`), so once the
     server is back, the next unit of work runs on a fresh connection.
     """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._autocommits = engine.dialect.name == "postgresql"
 
     async def transact(self, work: Callable[[Connection], R]) -> R:
-        try:
+        with _outages():
             async with self._engine.begin() as connection:
                 return await connection.run_sync(work)
-        except Exception as error:
-            reason = outage(error)
-            if reason is None:
-                raise
-            raise StorageUnavailable(reason) from error
 
     async def transact_brief(self, work: Callable[[Connection], R]) -> R:
         return await self.transact(work)
@@ -242,24 +239,31 @@ class AsyncTransactor:
     async def transact_single(self, work: Callable[[Connection], R]) -> R:
         if not self.autocommits:
             return await self.transact(work)
-        try:
+        with _outages():
             async with self._engine.connect() as connection:
                 # Setting it costs no round trip: the driver's adapter only starts no
                 # transaction; the pool sets the connection back when it is returned.
                 await connection.execution_options(isolation_level="AUTOCOMMIT")
                 return await connection.run_sync(work)
-        except Exception as error:
-            reason = outage(error)
-            if reason is None:
-                raise
-            raise StorageUnavailable(reason) from error
 
     @property
     def autocommits(self) -> bool:
-        return self._engine.dialect.name == "postgresql"
+        return self._autocommits
 
     async def close(self) -> None:
         await self._engine.dispose()
+
+
+@contextlib.contextmanager
+def _outages() -> Iterator[None]:
+    """Raise a failure for a reason of the server's (`outage`) as `StorageUnavailable`."""
+    try:
+        yield
+    except Exception as error:
+        reason = outage(error)
+        if reason is None:
+            raise
+        raise StorageUnavailable(reason) from error
 
 
 # SQLSTATEs of failures that are the server's, not the work's: every connection exception

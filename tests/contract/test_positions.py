@@ -17,22 +17,11 @@ from core.model.endpoints import Filters, new_secret
 from core.model.participants import ParticipantSet, parse_address
 from core.model.tasks import Actor
 from core.storage import positions
-from core.storage.database import Database, open_database
+from core.storage.database import Database
 
 pytestmark = pytest.mark.postgres
 
 ANN = parse_address("person:ann")
-
-
-@pytest.fixture
-async def pg(database_url: str) -> AsyncIterator[Database]:
-    if "postgresql" not in database_url:
-        pytest.skip("positions from sequences are PostgreSQL's")
-    db = await open_database(database_url)
-    try:
-        yield db
-    finally:
-        await db.close()
 
 
 @asynccontextmanager

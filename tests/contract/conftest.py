@@ -1,0 +1,21 @@
+"""Fixtures of the storage contract tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from core.storage.database import Database, open_database
+
+
+@pytest.fixture
+async def pg(database_url: str) -> AsyncIterator[Database]:
+    """The storage on PostgreSQL; a test that uses it is skipped on SQLite."""
+    if "postgresql" not in database_url:
+        pytest.skip("a PostgreSQL test")
+    db = await open_database(database_url)
+    try:
+        yield db
+    finally:
+        await db.close()
