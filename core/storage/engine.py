@@ -1,6 +1,7 @@
 """Creating SQLAlchemy async engines for SQLite (aiosqlite) and PostgreSQL (asyncpg).
 
-PostgreSQL's engines ping a connection before using it and bound the waits on the server
+PostgreSQL's engines check a pooled connection with one round trip before using it
+(`_check_on_checkout`) and bound the waits on the server
 (`CONNECT_TIMEOUT`, `POOL_TIMEOUT`; the storage's own engines `COMMAND_TIMEOUT` too), so a
 restarted server is reconnected to and an unreachable one is reported quickly
 (`core.storage.errors`).
@@ -20,7 +21,10 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from core.storage.transact import outage
 
 
 def is_sqlite(url: str) -> bool:
@@ -51,7 +55,7 @@ def _prepare_sqlite(sync_engine: Engine, *, writer: bool) -> None:
 PRAGMAS = ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=10000")
 
 # PostgreSQL engines, for when the server restarts or goes away (see `core.storage.errors`): a
-# connection is pinged before the pool hands it out, so one the server closed (a restart closes
+# connection is checked before the pool hands it out, so one the server closed (a restart closes
 # them all) is replaced, not used; and every wait is bounded, so a request answers 503 in
 # seconds rather than hanging on a server that does not answer.
 CONNECT_TIMEOUT = 5.0
@@ -60,6 +64,41 @@ COMMAND_TIMEOUT = 15.0
 """Seconds one statement may take; the serving statements take milliseconds."""
 POOL_TIMEOUT = 5.0
 """Seconds to wait for a pooled connection to come free (SQLAlchemy's default is 30)."""
+CHECK_TIMEOUT = 5.0
+"""Seconds the check of a pooled connection may take before it counts as lost."""
+
+
+_FRESH = "rolecall.fresh"
+
+
+async def _check(driver: Any) -> None:
+    # No arguments: asyncpg sends it in the simple query protocol, one round trip.
+    await driver.execute("SELECT 1", timeout=CHECK_TIMEOUT)
+
+
+def _check_on_checkout(sync_engine: Engine) -> None:
+    """Check a pooled PostgreSQL connection before the pool hands it out, with one round trip:
+    `SELECT 1` in the simple query protocol. (SQLAlchemy's `pool_pre_ping` costs three
+    on asyncpg — a BEGIN, the statement and a ROLLBACK — before every unit of work.) A
+    connection the server closed fails the check; the pool then replaces every connection it
+    opened before this one (a restart closed them all) and hands out a fresh one. A connection
+    opened for this very checkout is not checked."""
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_FRESH] = True
+
+    @event.listens_for(sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if record.info.pop(_FRESH, False):
+            return
+        try:
+            dbapi_connection.run_async(_check)
+        except Exception as error:
+            reason = outage(error)
+            if reason is None:
+                raise
+            raise InvalidatePoolError(reason) from error
 
 
 def _sqlite_file(url: str) -> None:
@@ -75,7 +114,7 @@ def create_engine(
     the migrations on either backend. SQLite's own readers and writer use
     `create_sqlite_sync_engine` in threads of their own (see `core.storage.transact`).
 
-    On PostgreSQL a connection is pinged before the pool hands it out, is opened within
+    On PostgreSQL a connection is checked before the pool hands it out, is opened within
     `CONNECT_TIMEOUT` or not at all, and is waited for `POOL_TIMEOUT` at most. `serving`: the
     engines of a running gateway's storage, whose every statement is also bounded
     (`COMMAND_TIMEOUT`); a migration's statements are not. A serving pool never opens more than
@@ -87,15 +126,16 @@ def create_engine(
         connect: dict[str, Any] = {"timeout": CONNECT_TIMEOUT}
         if serving:
             connect["command_timeout"] = COMMAND_TIMEOUT
-        return create_async_engine(
+        engine = create_async_engine(
             url,
             pool_size=pool_size,
             max_overflow=0 if serving else pool_size,
             isolation_level=isolation,
-            pool_pre_ping=True,
             pool_timeout=POOL_TIMEOUT,
             connect_args=connect,
         )
+        _check_on_checkout(engine.sync_engine)
+        return engine
     _sqlite_file(url)
     engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
     _prepare_sqlite(engine.sync_engine, writer=writer)

@@ -220,7 +220,7 @@ class AsyncTransactor:
     """PostgreSQL: an async engine; the work runs through `run_sync`.
 
     A failure for a reason of the server's (see `outage`) is raised as `StorageUnavailable`;
-    the pool pings a connection before it hands it out (`core.storage.engine`), so once the
+    the pool checks a connection before it hands it out (`core.storage.engine`), so once the
     server is back, the next unit of work runs on a fresh connection.
     """
 

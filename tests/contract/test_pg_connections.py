@@ -1,5 +1,6 @@
 """On PostgreSQL a read of one statement costs that statement alone: no BEGIN and no COMMIT
-around it; and the connections it ran on go back to the pool as they were."""
+around it; the connections it ran on go back to the pool as they were; and a pooled connection
+is checked before it is handed out with one statement, not a transaction of three."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from sqlalchemy import event
 
 from core.model.participants import ParticipantSet, parse_address
 from core.storage.database import Database
+from core.storage.engine import create_engine
+from core.storage.transact import AsyncTransactor
 
 pytestmark = pytest.mark.postgres
 
@@ -62,3 +65,30 @@ async def test_connections_read_in_autocommit_go_back_to_the_pool_as_they_were(
 
     levels = await asyncio.gather(*(pg._reads.transact(isolation) for _ in range(size)))
     assert set(levels) == {"repeatable read"}
+
+
+async def test_a_pooled_connection_is_checked_with_one_statement(database_url: str) -> None:
+    if "postgresql" not in database_url:
+        pytest.skip("a PostgreSQL test")
+    engine = create_engine(database_url, pool_size=1, serving=True)
+    transactor = AsyncTransactor(engine)
+    sent: list[str] = []
+
+    def one(connection: Any) -> int:
+        return int(connection.exec_driver_sql("SELECT 1").scalar())
+
+    def listen(connection: Any) -> None:
+        # The one pooled connection's driver logs every query sent without a prepared
+        # statement from now on: the check, BEGIN, COMMIT (`one`'s statement is prepared; this
+        # unit of work runs none, so no transaction begins).
+        connection.connection.driver_connection.add_query_logger(
+            lambda query: sent.append(query.query.rstrip(";"))
+        )
+
+    try:
+        await transactor.transact(listen)  # on a connection opened for it: not checked
+        assert await transactor.transact(one) == 1
+    finally:
+        await transactor.close()
+    # (SQLAlchemy's `pool_pre_ping` would have sent BEGIN, a prepared `;` and ROLLBACK.)
+    assert sent == ["SELECT 1", "BEGIN ISOLATION LEVEL REPEATABLE READ", "COMMIT"]
