@@ -116,9 +116,15 @@ def read_after(
     conn: Connection, after: Heads, limit: int, upto: positions.Heads
 ) -> tuple[Sequence[AnyEvent], list[TaskEvent]]:
     """Up to `limit` events of each stream after `after` and up to its committed head `upto`,
-    in position order (one snapshot)."""
-    events = threads_reads.since(conn, after.events, limit, upto.events).events
-    return events, task_events_since(conn, after.tasks, limit, upto.tasks)
+    in position order. A stream whose head is not beyond `after` is not read. The two reads
+    need no snapshot in common: every position up to a committed head is already final."""
+    events: Sequence[AnyEvent] = ()
+    tasks: list[TaskEvent] = []
+    if upto.events > after.events:
+        events = threads_reads.since(conn, after.events, limit, upto.events).events
+    if upto.tasks > after.tasks:
+        tasks = task_events_since(conn, after.tasks, limit, upto.tasks)
+    return events, tasks
 
 
 class Follower:
@@ -274,7 +280,7 @@ class Follower:
         after = self._dispatched
         try:
             events, task_events = await positions.read_committed(
-                self._reads, lambda c, upto: read_after(c, after, self._page, upto)
+                self._reads, lambda c, upto: read_after(c, after, self._page, upto), single=True
             )
         except StorageUnavailable as error:
             if not self._unreachable:

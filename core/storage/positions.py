@@ -261,10 +261,16 @@ async def read_committed(
 ) -> R:
     """`work(connection, heads)`, reading no position beyond `heads`: on SQLite in one
     transaction; on PostgreSQL the heads first, on their own. `brief`: the work is a bounded
-    read (`Transactor.transact_brief`); `single`: one statement (`transact_single`)."""
+    read (`Transactor.transact_brief`); `single`: its statements need no snapshot in common
+    (`transact_single`) — on PostgreSQL the heads and the work then share one connection,
+    every statement a transaction of its own, the heads' before the work's."""
     run = reads.transact_single if single else reads.transact_brief if brief else reads.transact
     if not reads.autocommits:
         return await run(lambda connection: work(connection, committed_heads(connection)))
+    if single:
+        return await run(
+            lambda connection: work(connection, _no_lower(reads, committed_heads(connection)))
+        )
     heads = await committed(reads)
     return await run(lambda connection: work(connection, heads))
 

@@ -31,7 +31,10 @@ async def test_a_read_of_one_statement_runs_outside_a_transaction(pg: Database) 
         # COMMIT and ROLLBACK.
         sent.append(query.query.rstrip(";"))
 
+    checkouts: list[None] = []
+
     def checkout(dbapi_connection: Any, *_: Any) -> None:
+        checkouts.append(None)
         dbapi_connection.driver_connection.add_query_logger(logged)
 
     def checkin(dbapi_connection: Any, *_: Any) -> None:
@@ -48,8 +51,10 @@ async def test_a_read_of_one_statement_runs_outside_a_transaction(pg: Database) 
         event.remove(engine.sync_engine, "checkin", checkin)
     assert len(page.events) == 1 and len(said.events) == 1
     # The heads (the sequences, then the writers' locks) and the page: each statement a
-    # transaction of its own, with no BEGIN or COMMIT around it ...
+    # transaction of its own, with no BEGIN or COMMIT around it, on one connection from the
+    # pool (each checkout costs a check) ...
     assert heads_and_page == []
+    assert len(checkouts) == 2  # the stream's read, and the timeline's
     # ... while a timeline page, read in one snapshot, is a transaction.
     assert sent == ["BEGIN ISOLATION LEVEL REPEATABLE READ", "COMMIT"]
 
