@@ -1,10 +1,9 @@
 """Creating SQLAlchemy async engines for SQLite (aiosqlite) and PostgreSQL (asyncpg).
 
 PostgreSQL's engines check a pooled connection with one round trip before using it
-(`_check_on_checkout`) and bound the waits on the server
-(`CONNECT_TIMEOUT`, `POOL_TIMEOUT`; the storage's own engines `COMMAND_TIMEOUT` too), so a
-restarted server is reconnected to and an unreachable one is reported quickly
-(`core.storage.errors`).
+(`_check_on_checkout`) and bound the waits on the server (`CONNECT_TIMEOUT`, `POOL_TIMEOUT`;
+the storage's own engines `COMMAND_TIMEOUT` too), so a restarted server is reconnected to and
+an unreachable one is reported quickly (`core.storage.errors`).
 
 SQLite runs in WAL mode (readers never block the writer) with `synchronous=FULL`, so a commit
 that was acknowledged survives a crash of the machine, not just of the process. A writer's
@@ -21,7 +20,7 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy.exc import DisconnectionError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from core.storage.transact import outage
@@ -81,8 +80,9 @@ def _check_on_checkout(sync_engine: Engine) -> None:
     `SELECT 1` in the simple query protocol. (SQLAlchemy's `pool_pre_ping` costs three
     on asyncpg — a BEGIN, the statement and a ROLLBACK — before every unit of work.) A
     connection the server closed fails the check; the pool then replaces every connection it
-    opened before this one (a restart closed them all) and hands out a fresh one. A connection
-    opened for this very checkout is not checked."""
+    opened before this one (a restart closed them all) and hands out a fresh one; a connection
+    that fails the check otherwise is replaced alone. A connection opened for this very
+    checkout is not checked."""
 
     @event.listens_for(sync_engine, "connect")
     def _on_connect(_dbapi_connection: Any, record: Any) -> None:
@@ -95,9 +95,12 @@ def _check_on_checkout(sync_engine: Engine) -> None:
         try:
             dbapi_connection.run_async(_check)
         except Exception as error:
+            # No work was sent on it yet: whatever failed the check, the connection is
+            # replaced. (A backend terminated while its connection was idle leaves asyncpg's
+            # protocol refusing the next query with an `InternalClientError`, not an outage.)
             reason = outage(error)
             if reason is None:
-                raise
+                raise DisconnectionError(f"the connection failed its check: {error}") from error
             raise InvalidatePoolError(reason) from error
 
 

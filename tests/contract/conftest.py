@@ -10,11 +10,17 @@ from core.storage.database import Database, open_database
 
 
 @pytest.fixture
-async def pg(database_url: str) -> AsyncIterator[Database]:
-    """The storage on PostgreSQL; a test that uses it is skipped on SQLite."""
+def pg_url(database_url: str) -> str:
+    """The PostgreSQL database's URL; a test that uses it is skipped on SQLite."""
     if "postgresql" not in database_url:
         pytest.skip("a PostgreSQL test")
-    db = await open_database(database_url)
+    return database_url
+
+
+@pytest.fixture
+async def pg(pg_url: str) -> AsyncIterator[Database]:
+    """The storage on PostgreSQL; a test that uses it is skipped on SQLite."""
+    db = await open_database(pg_url)
     try:
         yield db
     finally:

@@ -5,6 +5,7 @@ is checked before it is handed out with one statement, not a transaction of thre
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,16 +21,22 @@ pytestmark = pytest.mark.postgres
 ANN = parse_address("person:ann")
 
 
+def _logger(sent: list[str]) -> Callable[[Any], None]:
+    """An asyncpg query logger: it is given a `LoggedQuery` for each query sent without a
+    prepared statement (BEGIN, COMMIT, ROLLBACK, the pool's check) and adds it to `sent`."""
+
+    def logged(query: Any) -> None:
+        sent.append(query.query.rstrip(";"))
+
+    return logged
+
+
 async def test_a_read_of_one_statement_runs_outside_a_transaction(pg: Database) -> None:
     thread, _ = await pg.threads.resolve(ParticipantSet.of(["person:ann", "role:concierge"]))
     await pg.threads.post_message(thread.id, ANN, "hello")
     engine = pg._reads._engine  # type: ignore[attr-defined]
     sent: list[str] = []
-
-    def logged(query: Any) -> None:
-        # asyncpg's `LoggedQuery`, for each query sent without a prepared statement: BEGIN,
-        # COMMIT and ROLLBACK.
-        sent.append(query.query.rstrip(";"))
+    logged = _logger(sent)
 
     checkouts: list[None] = []
 
@@ -72,10 +79,8 @@ async def test_connections_read_in_autocommit_go_back_to_the_pool_as_they_were(
     assert set(levels) == {"repeatable read"}
 
 
-async def test_a_pooled_connection_is_checked_with_one_statement(database_url: str) -> None:
-    if "postgresql" not in database_url:
-        pytest.skip("a PostgreSQL test")
-    engine = create_engine(database_url, pool_size=1, serving=True)
+async def test_a_pooled_connection_is_checked_with_one_statement(pg_url: str) -> None:
+    engine = create_engine(pg_url, pool_size=1, serving=True)
     transactor = AsyncTransactor(engine)
     sent: list[str] = []
 
@@ -86,9 +91,7 @@ async def test_a_pooled_connection_is_checked_with_one_statement(database_url: s
         # The one pooled connection's driver logs every query sent without a prepared
         # statement from now on: the check, BEGIN, COMMIT (`one`'s statement is prepared; this
         # unit of work runs none, so no transaction begins).
-        connection.connection.driver_connection.add_query_logger(
-            lambda query: sent.append(query.query.rstrip(";"))
-        )
+        connection.connection.driver_connection.add_query_logger(_logger(sent))
 
     try:
         await transactor.transact(listen)  # on a connection opened for it: not checked
