@@ -27,13 +27,14 @@ The rules for who may post and who may retract live here too, as pure checks ove
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, NewType
 
 from core.model.approvals import ApprovalOption, Outcome, Resolution, ToolCallAsked
-from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
+from core.model.errors import Conflict, Gone, InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.membership import ParticipantState
 from core.model.participants import Address
 
@@ -260,8 +261,13 @@ def parse_context(raw: object) -> MessageContext | None:
 # --- rules ------------------------------------------------------------------------------------
 
 
-def check_can_act(states: dict[Address, ParticipantState], actor: Address) -> None:
-    """Only an active member may post or retract in a thread."""
+def check_can_act(
+    states: dict[Address, ParticipantState], actor: Address, erased: Collection[Address] = ()
+) -> None:
+    """Only an active member may post or retract in a thread, and never an erased person (one of
+    `erased`): their address writes nothing more."""
+    if actor in erased:
+        raise Gone(f"{actor} was erased", code="person_erased")
     state = states.get(actor)
     if state is None:
         raise NotAllowed(f"{actor} is not a member of this thread", code="not_a_member")

@@ -194,8 +194,9 @@ class RequestApproval(NoRuns):
         return (self.thread_id,)
 
     def check(self, batch: BatchView) -> None:
-        states = batch.thread(self.thread_id).states
-        check_can_act(states, self.author)
+        thread = batch.thread(self.thread_id)
+        states = thread.states
+        check_can_act(states, self.author, thread.erased)
         check_approvers_are_members(self.request.approvers, states)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], AnyEvent]:

@@ -1,7 +1,8 @@
 """The audit trail in SQL (`audit_records`): recorded, read in pages, pruned past its retention.
 
 `RecordAction` takes the next position of the `audit` stream inside the writer's transaction, as
-the timeline takes its positions (`core.storage.positions`), and pages are read up to the
+the timeline takes its positions (`core.storage.positions`): the records of one batch take
+theirs at once and are inserted together (`Batch.insert_positioned`). Pages are read up to the
 stream's committed head, so a reader that resumes after a position never misses a record
 (`page`), whichever replica recorded it.
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select
+from sqlalchemy import Select, delete, select
 
 from core.model.audit import Action, AuditRecord
 from core.model.timeline import ThreadId
@@ -30,7 +31,7 @@ from core.storage.transact import Transactor
 from core.storage.writer import Writer
 
 _a = schema.audit_records
-_INSERT = insert(_a)
+_RECORD_COLUMNS = ("at", "actor", "client", "action", "detail", "request_id")
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -67,31 +68,27 @@ class RecordAction(NoRuns):
         pass
 
     def write(self, batch: Batch, plan: None) -> Callable[[], AuditRecord]:
-        connection = batch.connection
-        [position] = batch.take_positions(schema.AUDIT_STREAM, 1)
         done = self.action
-        connection.execute(
-            _INSERT,
-            {
-                "position": position,
-                "at": batch.now,
-                "actor": done.actor,
-                "client": done.client,
-                "action": done.action,
-                "detail": dict(done.detail),
-                "request_id": done.request_id,
-            },
+        position = batch.insert_positioned(
+            schema.AUDIT_STREAM,
+            _a,
+            _RECORD_COLUMNS,
+            (batch.now, done.actor, done.client, done.action, dict(done.detail), done.request_id),
         )
-        record = AuditRecord(
-            position=position,
-            at=from_micros(batch.now),
-            actor=done.actor,
-            client=done.client,
-            action=done.action,
-            detail=dict(done.detail),
-            request_id=done.request_id,
-        )
-        return lambda: record
+        at = from_micros(batch.now)
+
+        def recorded() -> AuditRecord:
+            return AuditRecord(
+                position=position(),
+                at=at,
+                actor=done.actor,
+                client=done.client,
+                action=done.action,
+                detail=dict(done.detail),
+                request_id=done.request_id,
+            )
+
+        return recorded
 
 
 @dataclass(frozen=True, slots=True)

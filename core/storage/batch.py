@@ -17,7 +17,8 @@ writer reads them for the whole batch at once, threads locked in id order.
 
 A **batch** holds, for one transaction, the states of the threads and runs its commands use and
 the events they staged; its `flush` writes them (`core.storage.batch_sql`): positions from the
-counter, events, thread, member and run rows, then the rows commands asked for after the flush.
+counter, events, thread, member and run rows, the rows numbered by a stream of their own (audit
+records), then the rows commands asked for after the flush.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class ThreadState:
     last_seq: int
     last_at: int
     states: dict[Address, ParticipantState]
+    erased: set[Address] = field(default_factory=set)
+    """Members who are erased persons: they write nothing more."""
     changed_states: set[Address] = field(default_factory=set)
     touched: bool = False
     policy_changed: bool = False
@@ -108,6 +111,8 @@ class ThreadReading(Protocol):
     def last_seq(self) -> int: ...
     @property
     def states(self) -> dict[Address, ParticipantState]: ...
+    @property
+    def erased(self) -> set[Address]: ...
     def snapshot(self) -> Thread: ...
 
 
@@ -268,6 +273,9 @@ class Batch:
         self.rows_after = {}
         """Rows to insert once the staged events have their ids (one executemany per table and
         columns)."""
+        self.positioned: dict[tuple[str, Table, tuple[str, ...]], list[tuple[Any, ...]]] = {}
+        """Rows to insert at the flush with positions of a stream (`insert_positioned`)."""
+        self._positions: dict[tuple[str, Table, tuple[str, ...]], list[int]] = {}
         self.view = BatchView(self)
         """What the commands' checks see of this batch."""
 
@@ -277,7 +285,7 @@ class Batch:
         if not wanted:
             return
         rows = batch_sql.thread_rows(self.connection, wanted)
-        for thread_id, created_at, thread_only, last_seq, last_at, address, state in rows:
+        for thread_id, created_at, thread_only, last_seq, last_at, address, state, erased in rows:
             thread = self.threads.get(thread_id)
             if thread is None:
                 thread = self.threads[thread_id] = ThreadState(
@@ -289,6 +297,8 @@ class Batch:
                     states={},
                 )
             thread.states[address] = _STATES[state]
+            if erased:
+                thread.erased.add(address)
 
     def load_runs(self, run_ids: Sequence[str]) -> None:
         """Read the rows of these runs (one query); a command's threads are locked first."""
@@ -359,8 +369,13 @@ class Batch:
             batch_sql.set_states(connection, changed)
         if runs := [r.to_params(self.now) for r in self.runs.values() if r.changed]:
             batch_sql.update_runs(connection, runs)
-        for (table, columns), rows in self.rows_after.items():
-            batch_sql.insert_rows(connection, table, columns, [row() for row in rows])
+        for key, values in self.positioned.items():
+            stream, table, columns = key
+            taken = self._positions[key] = self.take_positions(stream, len(values))
+            rows = [(p, *row) for p, row in zip(taken, values, strict=True)]
+            batch_sql.insert_rows(connection, table, ("position", *columns), rows)
+        for (table, columns), after in self.rows_after.items():
+            batch_sql.insert_rows(connection, table, columns, [row() for row in after])
 
     def insert_after_flush(
         self, table: Table, columns: tuple[str, ...], row: Callable[[], tuple[Any, ...]]
@@ -368,6 +383,20 @@ class Batch:
         """Insert `row()` (its values in `columns` order) into `table` once the staged events
         exist (it may refer to them); one executemany per table and columns."""
         self.rows_after.setdefault((table, columns), []).append(row)
+
+    def insert_positioned(
+        self, stream: str, table: Table, columns: tuple[str, ...], row: tuple[Any, ...]
+    ) -> Callable[[], int]:
+        """Insert `row` (its values in `columns` order) into `table` at the flush, its
+        `position` column the next of `stream`'s: the batch takes the positions of all such rows
+        of a table at once and inserts them with one executemany, so a batch of many records
+        costs two statements, not two a record. Returns what gives the row's position once the
+        batch flushed."""
+        key = (stream, table, columns)
+        values = self.positioned.setdefault(key, [])
+        values.append(row)
+        index = len(values) - 1
+        return lambda: self._positions[key][index]
 
 
 class BatchView:

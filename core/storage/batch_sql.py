@@ -3,8 +3,9 @@
 A batch reads the rows it changes under lock and writes back, at its one flush, what its
 commands staged. These are those reads and writes, as small functions over a connection:
 
-- `thread_rows` reads threads with their members, `FOR UPDATE` and in id order (so batches of
-  several replicas lock in the same order and cannot deadlock); `run_rows` reads runs.
+- `thread_rows` reads threads with their members (and which of them are erased persons),
+  `FOR UPDATE` and in id order (so batches of several replicas lock in the same order and
+  cannot deadlock); `run_rows` reads runs.
 - Positions come from `core.storage.positions` (the batch's `take_positions`).
 - The rest insert the staged events and update thread, member and run rows, one executemany
   each; `insert_rows` inserts the rows commands asked for after the flush.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Table, and_, bindparam, select, update
+from sqlalchemy import Connection, Table, and_, bindparam, func, select, update
 
 from core.model.leases import LeaseKind
 from core.model.participants import Address
@@ -28,14 +29,16 @@ from core.storage.rows import EVENT_COLUMNS
 from core.storage.statements import DriverStatement, Row
 
 _t, _p, _r = schema.threads, schema.thread_participants, schema.runs
-_l = schema.leases
+_l, _pe = schema.leases, schema.persons
+PERSON_PREFIX = "person:"
 LOAD_MOST = 256
 """Ids read by one statement, at most."""
 
 
 def thread_rows(connection: Connection, ids: Sequence[str]) -> list[Row]:
-    """(id, created_at, memory_thread_only, last_seq, last_at, address, state) of each member of
-    these threads (distinct ids, sorted), the thread rows locked."""
+    """(id, created_at, memory_thread_only, last_seq, last_at, address, state, erased) of each
+    member of these threads (distinct ids, sorted), the thread rows locked; `erased`: the member
+    is a person who was erased."""
     rows: list[Row] = []
     for chunk in _padded(ids):
         rows += _load_threads(len(chunk)).rows(connection, chunk)
@@ -106,8 +109,17 @@ def _load_threads(size: int) -> DriverStatement:
             _t.c.last_at,
             _p.c.address,
             _p.c.state,
+            _pe.c.erased_at.is_not(None),
         )
+        .select_from(_t)
         .join(_p, _p.c.thread_id == _t.c.id)
+        .outerjoin(
+            _pe,
+            and_(
+                _p.c.address.startswith(PERSON_PREFIX, autoescape=True),
+                _pe.c.slug == func.substr(_p.c.address, len(PERSON_PREFIX) + 1),
+            ),
+        )
         .where(_t.c.id.in_(ids))
         .order_by(_t.c.id)
         .with_for_update(of=_t)

@@ -37,7 +37,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, select
 
-from core.model.errors import Gone, RolecallError
+from core.model.errors import RolecallError
 from core.model.leases import Fence, LeaseKind
 from core.model.participants import Address, ParticipantKind, kind_of
 from core.model.timeline import AnyEvent, EventId, MessageContext, ThreadId
@@ -169,22 +169,6 @@ def _refused_unless_repeat(
     return True
 
 
-def _as_one_not_erased(
-    author: Address, check: Callable[[BatchView], None]
-) -> Callable[[BatchView], None]:
-    """`check`, after refusing an author who was erased (`person_erased`): their address never
-    writes again — the Slack user who wrote is looked up again, and is someone new."""
-
-    def checked(batch: BatchView) -> None:
-        slug = author.partition(":")[2]
-        erased = select(_p.c.slug).where(_p.c.slug == slug, _p.c.erased_at.is_not(None))
-        if batch.connection.execute(erased).first() is not None:
-            raise Gone(f"{author} was erased", code="person_erased")
-        check(batch)
-
-    return checked
-
-
 def _message_at(connection: Reads, role: str, channel_id: str, ts: str) -> EventId | None:
     found = connection.execute(
         select(_m.c.message_id).where(
@@ -245,7 +229,7 @@ class SayFromSlack(NoRuns):
         if edited is not None:
             context = MessageContext(kind=REPLACES, originating_message=edited)
         post = PostMessage(self.thread_id, self.author, self.text, context, CHANNEL)
-        if not _refused_unless_repeat(batch, d, _as_one_not_erased(self.author, post.check)):
+        if not _refused_unless_repeat(batch, d, post.check):
             return _Heard(repeat=True)
         return _Heard(post=post, edited=edited)
 
@@ -300,7 +284,7 @@ class RetractFromSlack(NoRuns):
         if message_id is None:
             return _Heard()  # not a message we know: only the delivery is recorded
         retract = Retract(self.thread_id, message_id, self.author, "deleted in Slack")
-        if not _refused_unless_repeat(batch, d, _as_one_not_erased(self.author, retract.check)):
+        if not _refused_unless_repeat(batch, d, retract.check):
             return _Heard(repeat=True)
         return _Heard(retract=retract)
 

@@ -95,7 +95,8 @@ class PostMessage(_InThread):
     in_reply_to: EventId | None = None
 
     def check(self, batch: BatchView) -> None:
-        check_can_act(batch.thread(self.thread_id).states, self.author)
+        thread = batch.thread(self.thread_id)
+        check_can_act(thread.states, self.author, thread.erased)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)
@@ -159,7 +160,7 @@ class Retract(_InThread):
         check_retraction(
             event_from_row(row) if row else None, self.author, already_retracted=already
         )
-        check_can_act(thread.states, self.author)
+        check_can_act(thread.states, self.author, thread.erased)
 
     def write(self, batch: Batch, plan: None) -> Callable[[], AnyEvent]:
         thread = batch.thread(self.thread_id)

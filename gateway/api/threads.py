@@ -21,7 +21,6 @@ from typing import Any
 from aiohttp import web
 
 from channels.edge.requests import (
-    DATABASE_KEY,
     ROSTER_KEY,
     created,
     field,
@@ -33,17 +32,14 @@ from channels.edge.requests import (
     read_query,
     repository,
 )
-from core.model.errors import InvalidInput, NotFound
+from core.model.errors import InvalidInput
 from core.model.membership import ParticipantState, parse_state
 from core.model.memory_policy import MemoryPolicy
 from core.model.participants import (
     Address,
-    ParticipantKind,
     ParticipantSet,
-    kind_of,
     parse_address,
 )
-from core.model.people import check_not_erased, slug_of
 from core.model.serialize import event_json, thread_json
 from core.model.timeline import (
     AnyEvent,
@@ -144,7 +140,6 @@ async def post_message(request: web.Request) -> web.Response:
     text = field(body, "text", check_text)
     context = field(body, "context", parse_context)
     channel = field(body, "channel", check_channel) if "channel" in body else "api"
-    await _not_erased(request, author)
     threads = repository(request)
     message = await threads.post_message(
         _thread_id(request), author, text, context, channel=channel
@@ -153,18 +148,6 @@ async def post_message(request: web.Request) -> web.Response:
         request, thread_id=message.thread_id, message_id=message.id, author=author, channel=channel
     )
     return created(event_json(message), event_location(message))
-
-
-async def _not_erased(request: web.Request, author: Address) -> None:
-    """An erased person writes nothing more (410 `person_erased`); an address no person record
-    stands behind may (it predates the persons table)."""
-    if kind_of(author) is not ParticipantKind.PERSON:
-        return
-    try:
-        person = await request.app[DATABASE_KEY].people.get(slug_of(author))
-    except NotFound:
-        return
-    check_not_erased(person)
 
 
 @routes.post("/api/v1/threads/{id}/messages/{message_id}/retract")

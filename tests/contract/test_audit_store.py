@@ -46,10 +46,15 @@ async def test_a_record_keeps_who_when_where_what_and_its_position(database_url:
 
 
 async def test_records_made_at_once_get_every_position_once(database: Database) -> None:
+    """Records made at once share write batches, which number them together: each caller is
+    answered with the position its own record was stored at."""
     made = await asyncio.gather(*(database.audit.record(done(n=n)) for n in range(40)))
     assert sorted(r.position for r in made) == list(range(1, 41))
     page = await database.audit.page(limit=100)
     assert [r.position for r in page.records] == list(range(1, 41))
+    assert {r.position: r.to_json() for r in page.records} == {
+        r.position: r.to_json() for r in made
+    }
 
 
 async def test_pages_forward_and_backward_with_filters(database: Database) -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from core.model.errors import Conflict, InvalidInput, NotAllowed, NotFound, TooLarge
+from core.model.errors import Conflict, Gone, InvalidInput, NotAllowed, NotFound, TooLarge
 from core.model.membership import ParticipantState
 from core.model.participants import Address, parse_address
 from core.model.timeline import (
@@ -219,6 +219,14 @@ def test_a_removed_member_may_not_act() -> None:
     with pytest.raises(NotAllowed) as info:
         check_can_act(states, ALICE)
     assert info.value.code == "participant_removed"
+
+
+def test_an_erased_person_may_not_act_though_still_a_member() -> None:
+    states = {ALICE: ParticipantState.ACTIVE, SUPPORT: ParticipantState.ACTIVE}
+    with pytest.raises(Gone) as info:
+        check_can_act(states, ALICE, erased={ALICE})
+    assert (info.value.code, info.value.message) == ("person_erased", "person:alice was erased")
+    check_can_act(states, SUPPORT, erased={ALICE})
 
 
 # --- check_retraction ---------------------------------------------------------------------------
