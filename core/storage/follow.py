@@ -12,17 +12,25 @@ the database is opened: listeners hear what is committed from then on.
 - The quick way: a local commit (the writer's `on_commit`) whose events are exactly the
   positions right after the dispatched one, in each stream, is dispatched at once, without a
   read: no other writer has anything below them.
-- The reading way: when a local commit leaves a gap before it (another replica committed in
-  between), a notification from another replica says its heads are beyond ours, the safety poll
-  finds the heads beyond ours, or the notifications connection is back after an outage, the
-  follower reads the events after its positions and dispatches them in order. One read at a
+- The carried way: a notification from another replica carries the events it committed, when
+  they fit (`CARRIED_MOST` bytes) and the commit appended no task events. They are dispatched
+  without a read as soon as they follow on from the dispatched position; until then they are
+  held, as is a local commit that leaves a gap before it (another replica committed in
+  between): the other replica's notification usually fills the gap a moment later. A gap still
+  open after `GAP_WAIT` seconds (a batch rolled back leaves positions that nobody commits) is
+  closed by a read.
+- The reading way: when a notification from another replica says its heads are beyond ours
+  and carries no events, a gap outlasts `GAP_WAIT`, the safety poll finds the heads beyond ours,
+  or the notifications connection is back after an outage, the follower reads the events after
+  its positions and dispatches them in order. One read at a
   time; nudges while it runs make one more read after it, however many they are. What a read
   finds at or below the dispatched position (a local commit dispatched meanwhile) is skipped,
-  so nothing is dispatched twice; a local commit held back behind a gap is dispatched by the
-  read, in its place.
+  so nothing is dispatched twice; events held back behind a gap are dispatched by the read, in
+  their place, or after it.
 - Every local commit is announced to the other replicas after it (`PgNotifications.announce`:
   coalesced, never inside the writer's transaction, never blocking the writer), payload
-  `"<events head> <task events head> <sent at, µs since the epoch>"`. The receiver's delay
+  `"<events head> <task events head> <sent at, µs since the epoch>[ <events>]"`, the events as a
+  JSON array of their rows (`core.storage.rows.event_values`) when carried. The receiver's delay
   since `sent at` is the notify lag (`on_lag`, for metrics).
 - Notifications are not durable; a slow safety poll (`poll_every`) reads the heads, and a
   reconnect of the notifications connection starts a read. Nothing is missed, only delayed.
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -50,11 +59,22 @@ from core.storage.endpoints_store import task_events_since
 from core.storage.errors import StorageUnavailable
 from core.storage.notify import PgNotifications
 from core.storage.pages import MAX_PAGE
+from core.storage.rows import event_from_row, event_values
 from core.storage.transact import Transactor
 
 log = logging.getLogger(__name__)
 
 COMMITS_CHANNEL = "rolecall_commits"
+CARRIED_MOST = 7_500
+"""Bytes a notification's payload may take with the events it carries (PostgreSQL refuses
+8,000 or more); beyond, it carries only the heads."""
+GAP_WAIT = 0.02
+"""Seconds events are held behind a gap before a read closes it; doubled, up to
+`GAP_WAIT_MOST`, while such reads find nothing new (a stalled replica's open batch holds every
+reader below its positions until it wakes)."""
+GAP_WAIT_MOST = 1.0
+HELD_MOST = 10_000
+"""Events held behind a gap, at most; beyond, they are dropped and a read fetches them."""
 POLL_EVERY = 5.0
 """Seconds between the safety poll's reads of the heads."""
 RETRY_EVERY = 1.0
@@ -79,15 +99,28 @@ class Heads:
         return Heads(max(self.events, other.events), max(self.tasks, other.tasks))
 
 
-def heads_payload(heads: Heads, sent_at: float) -> str:
-    """A notification's payload: both heads, and when it was sent (seconds since the epoch)."""
-    return f"{heads.events} {heads.tasks} {round(sent_at * 1_000_000)}"
+def heads_payload(heads: Heads, sent_at: float, events: Sequence[AnyEvent] = ()) -> str:
+    """A notification's payload: both heads, when it was sent (seconds since the epoch), and
+    the events it carries if they fit in `CARRIED_MOST` bytes."""
+    said = f"{heads.events} {heads.tasks} {round(sent_at * 1_000_000)}"
+    if not events:
+        return said
+    carried = json.dumps([event_values(e) for e in events], separators=(",", ":"))
+    return f"{said} {carried}" if len(said) + 1 + len(carried) <= CARRIED_MOST else said
 
 
-def parse_payload(payload: str) -> tuple[Heads, float]:
-    """The heads and the sending time of a payload (`ValueError` when it is not one)."""
-    events, tasks, sent_at = payload.split()
-    return Heads(int(events), int(tasks)), int(sent_at) / 1_000_000
+def parse_payload(payload: str) -> tuple[Heads, float, list[AnyEvent]]:
+    """The heads, the sending time and the events carried of a payload (`ValueError` when it
+    is not one)."""
+    events, tasks, sent_at, *carried = payload.split(" ", 3)
+    rows = json.loads(carried[0]) if carried else []
+    if not isinstance(rows, list):
+        raise ValueError("the events carried are not a list")
+    try:
+        said = [event_from_row(row) for row in rows]
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"an event carried is not one: {error}") from error
+    return Heads(int(events), int(tasks)), int(sent_at) / 1_000_000, said
 
 
 def dispatch(
@@ -157,6 +190,18 @@ class Follower:
         """Whether the heads were read at start: until then a notification says nothing."""
         self._committed_here = Heads(0, 0)
         """The newest positions this process committed (what it announces)."""
+        self._unannounced: list[AnyEvent] = []
+        """Events committed here since the last announcement, for it to carry."""
+        self._unannounced_tasks = False
+        """Whether task events were committed here since then (it carries nothing then)."""
+        self._held: dict[int, AnyEvent] = {}
+        """Events heard of or committed here that wait behind a gap, by position."""
+        self._heard_heads = Heads(0, 0)
+        """The newest heads heard of or committed here."""
+        self._gap_timer: asyncio.TimerHandle | None = None
+        self._gap_wait = GAP_WAIT
+        self._gap_read_at: Heads | None = None
+        """The dispatched heads when the last gap read began."""
         self._notifications: PgNotifications | None = None
         self._reading: asyncio.Task[None] | None = None
         self._again = False
@@ -179,6 +224,8 @@ class Follower:
         self._poll = asyncio.create_task(self._safety_poll(), name="rolecall-follow-poll")
 
     async def stop(self) -> None:
+        if self._gap_timer is not None:
+            self._gap_timer.cancel()
         for task in (self._poll, self._reading):
             if task is not None:
                 task.cancel()
@@ -193,15 +240,19 @@ class Follower:
     def committed(self, events: Sequence[AnyEvent], task_events: Sequence[TaskEvent]) -> None:
         """A commit made here, right after it (the writer's loop: never blocks)."""
         at = self._dispatched
-        self._committed_here = self._committed_here.newest(
-            Heads(
-                events[-1].position if events else 0,
-                task_events[-1].position if task_events else 0,
-            )
+        here = Heads(
+            events[-1].position if events else 0,
+            task_events[-1].position if task_events else 0,
         )
+        self._committed_here = self._committed_here.newest(here)
+        self._heard_heads = self._heard_heads.newest(here)
+        self._unannounced += events
+        self._unannounced_tasks |= bool(task_events)
         if _follows(events, at.events) and _follows(task_events, at.tasks):
             self._hand_out(at, events, task_events)
-        else:  # another replica committed in between: the read dispatches this one in order
+        elif not task_events:
+            self._hold(events)  # another replica's commit in between: it is heard of soon
+        else:  # the task events' order: the read dispatches this one in order
             self.nudge()
         self._announce()
 
@@ -223,7 +274,50 @@ class Follower:
             task_events[-1].position if task_events else at.tasks,
         )
         dispatch(self._listeners, events, task_events)
+        if self._held:
+            self._release()
         self._publish()
+
+    def _hold(self, events: Sequence[AnyEvent]) -> None:
+        """Keep events that do not follow on yet, until a commit fills the gap before them (or
+        a read, after `GAP_WAIT`)."""
+        at = self._dispatched.events
+        for event in events:
+            if event.position > at:
+                self._held[event.position] = event
+        if len(self._held) > HELD_MOST:
+            self._held.clear()
+            self.nudge()
+            return
+        self._release()
+        self._watch_gap()
+
+    def _watch_gap(self) -> None:
+        """Read after `GAP_WAIT` unless what is held (or heard of) is dispatched by then."""
+        behind = self._held or self._heard_heads.beyond(self._dispatched)
+        if not behind or self._gap_timer is not None:
+            return
+        stuck = self._gap_read_at == self._dispatched  # the last gap read found nothing
+        self._gap_wait = min(self._gap_wait * 2, GAP_WAIT_MOST) if stuck else GAP_WAIT
+        loop = asyncio.get_running_loop()
+        self._gap_timer = loop.call_later(self._gap_wait, self._gap_outlasted)
+
+    def _release(self) -> None:
+        """Dispatch the held events that now follow on; forget those dispatched already."""
+        at = self._dispatched
+        for position in [p for p in self._held if p <= at.events]:
+            del self._held[position]
+        run: list[AnyEvent] = []
+        while (event := self._held.pop(at.events + len(run) + 1, None)) is not None:
+            run.append(event)
+        if run:
+            self._hand_out(at, run, ())
+
+    def _gap_outlasted(self) -> None:
+        self._gap_timer = None
+        if self._held or self._heard_heads.beyond(self._dispatched):
+            self._gap_read_at = self._dispatched
+            self.nudge()
 
     def _publish(self) -> None:
         self._bus.publish(self._dispatched.events)
@@ -232,18 +326,23 @@ class Follower:
     def _announce(self) -> None:
         if self._notifications is None:
             return
-        self._notifications.announce(
-            COMMITS_CHANNEL,
-            lambda: heads_payload(
-                self._committed_here.newest(self._dispatched), self._wall_clock()
-            ),
+        self._notifications.announce(COMMITS_CHANNEL, self._payload)
+
+    def _payload(self) -> str:
+        """What the announcement says when it is sent: the heads, and the events committed here
+        since the last one unless task events were among them."""
+        carried = () if self._unannounced_tasks else self._unannounced
+        payload = heads_payload(
+            self._committed_here.newest(self._dispatched), self._wall_clock(), carried
         )
+        self._unannounced, self._unannounced_tasks = [], False
+        return payload
 
     def _heard(self, payload: str) -> None:
         if not self._following:  # the heads read at start will include what this is about
             return
         try:
-            heads, sent_at = parse_payload(payload)
+            heads, sent_at, carried = parse_payload(payload)
         except ValueError:
             log.warning("a commit notification not understood: %r", payload[:100])
             self.nudge()
@@ -253,7 +352,10 @@ class Follower:
                 self._on_lag(max(0.0, self._wall_clock() - sent_at))
             except Exception:
                 log.exception("the notify lag callback failed")
-        if heads.beyond(self._dispatched):
+        self._heard_heads = self._heard_heads.newest(heads)
+        if carried and heads.tasks <= self._dispatched.tasks:
+            self._hold(carried)
+        elif heads.beyond(self._dispatched):
             self.nudge()
 
     def _reconnected(self) -> None:
@@ -273,6 +375,7 @@ class Follower:
                 log.exception("reading the commits of other replicas failed")
                 return
             if not self._again:
+                self._watch_gap()
                 return
 
     async def _read_page(self) -> bool:
