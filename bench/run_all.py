@@ -753,7 +753,7 @@ def _with_section(text: str, heading: str, section: list[str]) -> str:
     after = text.find("\n## ", start + 1)
     if after < 0:
         return text[: start + 1] + body
-    return text[: start + 1] + body + "\n" + text[after + 1 :]
+    return text[: start + 1] + body.rstrip("\n") + "\n\n" + text[after + 1 :]
 
 
 def _latency_cells(result: Latency | None) -> str:

@@ -36,6 +36,9 @@ the database is opened: listeners hear what is committed from then on.
   reconnect of the notifications connection starts a read. Nothing is missed, only delayed.
 - After each dispatch the dispatched heads are published on the buses (`core.storage.bus`),
   which only nudge: a bus's head is never beyond what this process's listeners were handed.
+  Every position up to the dispatched heads is final, so this process's reads go at least that
+  far (`positions.known_final`): a listener nudged to read from its cursor finds what it was
+  told of, even while another writer's open batch holds the committed head below it.
 - A listener that raises is logged; the others still hear the events.
 """
 
@@ -109,18 +112,22 @@ def heads_payload(heads: Heads, sent_at: float, events: Sequence[AnyEvent] = ())
     return f"{said} {carried}" if len(said) + 1 + len(carried) <= CARRIED_MOST else said
 
 
-def parse_payload(payload: str) -> tuple[Heads, float, list[AnyEvent]]:
-    """The heads, the sending time and the events carried of a payload (`ValueError` when it
-    is not one)."""
+def parse_payload(payload: str) -> tuple[Heads, float, str]:
+    """The heads, the sending time and the events carried (as sent: `carried_events` reads
+    them) of a payload (`ValueError` when it is not one)."""
     events, tasks, sent_at, *carried = payload.split(" ", 3)
-    rows = json.loads(carried[0]) if carried else []
+    return Heads(int(events), int(tasks)), int(sent_at) / 1_000_000, "".join(carried)
+
+
+def carried_events(carried: str) -> list[AnyEvent]:
+    """The events a payload carried (`ValueError` when they are not events)."""
+    rows = json.loads(carried) if carried else []
     if not isinstance(rows, list):
         raise ValueError("the events carried are not a list")
     try:
-        said = [event_from_row(row) for row in rows]
+        return [event_from_row(row) for row in rows]
     except (TypeError, KeyError) as error:
         raise ValueError(f"an event carried is not one: {error}") from error
-    return Heads(int(events), int(tasks)), int(sent_at) / 1_000_000, said
 
 
 def dispatch(
@@ -273,6 +280,8 @@ class Follower:
             events[-1].position if events else at.events,
             task_events[-1].position if task_events else at.tasks,
         )
+        # Everything up to them is final: the listeners' reads go at least that far.
+        positions.known_final(self._reads, self._dispatched.events, self._dispatched.tasks)
         dispatch(self._listeners, events, task_events)
         if self._held:
             self._release()
@@ -343,6 +352,8 @@ class Follower:
             return
         try:
             heads, sent_at, carried = parse_payload(payload)
+            # Only what is not dispatched yet is read (this replica's own, say, is not).
+            said = carried_events(carried) if heads.events > self._dispatched.events else []
         except ValueError:
             log.warning("a commit notification not understood: %r", payload[:100])
             self.nudge()
@@ -353,8 +364,8 @@ class Follower:
             except Exception:
                 log.exception("the notify lag callback failed")
         self._heard_heads = self._heard_heads.newest(heads)
-        if carried and heads.tasks <= self._dispatched.tasks:
-            self._hold(carried)
+        if said and heads.tasks <= self._dispatched.tasks:
+            self._hold(said)
         elif heads.beyond(self._dispatched):
             self.nudge()
 

@@ -18,7 +18,14 @@ from core.model.participants import ParticipantSet, parse_address
 from core.model.tasks import TaskEvent
 from core.model.timeline import AnyEvent, Message
 from core.storage.database import Database, open_database
-from core.storage.follow import CARRIED_MOST, Heads, heads_payload, parse_payload
+from core.storage.follow import (
+    CARRIED_MOST,
+    Heads,
+    carried_events,
+    heads_payload,
+    parse_payload,
+)
+from core.storage.positions import WRITER_LOCKS
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.postgres
@@ -138,6 +145,45 @@ def test_a_payload_carries_the_events_as_a_read_gives_them() -> None:
     payload = heads_payload(Heads(41, 7), 1_765_000_000.5, [said])
     assert len(payload.encode()) == len(payload)  # ASCII: what PostgreSQL's limit counts
     heads, sent_at, carried = parse_payload(payload)
-    assert (heads, sent_at, carried) == (Heads(41, 7), 1_765_000_000.5, [said])
+    assert (heads, sent_at, carried_events(carried)) == (Heads(41, 7), 1_765_000_000.5, [said])
     big = dataclasses.replace(said, text="x" * CARRIED_MOST)
-    assert parse_payload(heads_payload(Heads(41, 7), 1.0, [big]))[2] == []  # heads only
+    assert parse_payload(heads_payload(Heads(41, 7), 1.0, [big]))[2] == ""  # heads only
+
+
+async def test_a_listener_reads_what_it_was_handed_while_another_batch_is_open(
+    two: tuple[Database, Database], pg_url: str
+) -> None:
+    """An open batch of a third writer holds the committed head below what b was handed from a's
+    notification; b's reads still go as far as what b's listeners were told of."""
+    a, b = two
+    heard = Heard(b)
+    thread, _ = await a.threads.resolve(MEMBERS)
+    first = await a.threads.post_message(thread.id, ANN, "first")
+
+    async def first_heard() -> bool:
+        return heard.texts() == ["first"]
+
+    await eventually(first_heard, what="the first message at b")
+    stalled = await asyncpg.connect(pg_url.replace("+asyncpg", ""))
+    try:
+        key = await stalled.fetchval(
+            "INSERT INTO stream_writers (writer, lock_key, events, task_events, audit,"
+            " registered_at, used_at) SELECT 'stalled', MAX(lock_key) + 1, $1, 0, 0, 0, 0"
+            " FROM stream_writers RETURNING lock_key",
+            first.position,
+        )
+        transaction = stalled.transaction()
+        await transaction.start()
+        await stalled.execute("SELECT pg_advisory_xact_lock($1, $2)", WRITER_LOCKS, key)
+        said = await a.threads.post_message(thread.id, ANN, "while it is open")
+
+        async def handed() -> bool:
+            return heard.texts() == ["first", "while it is open"]
+
+        await eventually(handed, what="the second message handed to b's listeners")
+        page = await b.threads.events_since(first.position)
+        assert [e.id for e in page.events] == [said.id]
+        await transaction.rollback()
+        await stalled.execute("DELETE FROM stream_writers WHERE writer = 'stalled'")
+    finally:
+        await stalled.close()

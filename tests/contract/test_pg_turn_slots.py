@@ -1,12 +1,14 @@
 """Turn slots in PostgreSQL (`core.storage.slot_locks`): a slot is one turn's in the whole
 cluster, a replica's own included; what is asked at once goes in one round trip; a take whose
-turn stopped waiting gives its slot back."""
+turn stopped waiting gives its slot back; a replica's turns get a slot in the order they asked."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from core.engine.host.slots import ClusterSlots
+from core.model.roles.role import Role
 from core.storage.slot_locks import PgTurnSlots
 from tests.waiting import eventually
 
@@ -66,3 +68,44 @@ async def test_a_take_whose_turn_stopped_waiting_gives_the_slot_back(pg_url: str
     finally:
         await slots.close()
         await other.close()
+
+
+async def test_a_replicas_turns_get_the_roles_slot_in_the_order_they_asked(pg_url: str) -> None:
+    """With every slot taken, a turn that comes later never overtakes one that waits: without
+    the order, under contention, a waiting turn could be passed over for as long as it lasts."""
+    role = Role.model_validate(
+        {
+            "name": "serial",
+            "display_name": "Serial",
+            "runtime": {"kind": "builtin", "agent": "echo"},
+            "concurrent_threads": False,
+        }
+    )
+    locks = PgTurnSlots(pg_url)
+    slots = ClusterSlots(locks)
+    order: list[str] = []
+    release = {name: asyncio.Event() for name in "abc"}
+
+    async def turn(name: str) -> None:
+        async with slots.turn(role):
+            order.append(name)
+            await release[name].wait()
+
+    try:
+        first = asyncio.ensure_future(turn("a"))
+        await eventually(lambda: order == ["a"], what="a's turn holding the slot")
+        queued = slots._waiting  # the replica's turns waiting for the role's slot
+
+        waiting = asyncio.ensure_future(turn("b"))
+        await eventually(lambda: len(queued["serial"]) == 1, what="b waiting")
+        later = asyncio.ensure_future(turn("c"))
+        await eventually(lambda: len(queued["serial"]) == 2, what="c waiting after b")
+        release["a"].set()
+        await eventually(lambda: len(order) == 2, what="the next turn holding the slot")
+        assert order == ["a", "b"]
+        release["b"].set()
+        release["c"].set()
+        await asyncio.gather(first, waiting, later)
+        assert order == ["a", "b", "c"]
+    finally:
+        await locks.close()

@@ -10,13 +10,17 @@ were first taken, before the turn goes on.
 `SoleSlots` is the one-process case: the host's semaphores already are the whole limit.
 `ClusterSlots` takes one of the role's slots in the database (`core.storage.slot_locks`) for
 the length of a turn: it tries the role's slots, starting from a random one so replicas do not
-queue on the first; when every slot is taken it waits (10 ms, doubling up to 250 ms) and tries
-again. Only a turn holds a cluster slot — reading the news, or finding there is none, does not.
+queue on the first; when every slot is taken it waits (10 ms, doubling up to 100 ms, or until a
+turn of this replica gives a slot back) and tries again. A replica's turns wait in the order
+they came, only the first of them trying: under contention a turn that just came would
+otherwise keep overtaking one that has waited, for as long as the contention lasts. Only a turn
+holds a cluster slot — reading the news, or finding there is none, does not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import random
@@ -29,7 +33,7 @@ from core.storage.slot_locks import PgTurnSlots
 log = logging.getLogger("rolecall.host")
 
 WAIT_FIRST = 0.01
-WAIT_MOST = 0.25
+WAIT_MOST = 0.1
 
 
 def limit_of(role: Role) -> int:
@@ -111,6 +115,10 @@ class SoleSlots:
 class ClusterSlots:
     def __init__(self, locks: PgTurnSlots) -> None:
         self._locks = locks
+        self._waiting: dict[str, collections.deque[asyncio.Future[None]]] = {}
+        """Per role, this replica's turns waiting for one of its slots, first come first."""
+        self._given: dict[str, asyncio.Event] = {}
+        """Per role, set when a turn of this replica gives one of its slots back."""
 
     @contextlib.asynccontextmanager
     async def turn(self, role: Role) -> AsyncIterator[Slot | None]:
@@ -125,6 +133,7 @@ class ClusterSlots:
                 await self._locks.give_back(role.name, index, generation)
             except Exception as error:  # gone with its connection anyway
                 log.warning("a turn slot of role:%s was not given back: %s", role.name, error)
+            self._given.setdefault(role.name, asyncio.Event()).set()
 
         slot = Slot(take, give)
         await slot.take()
@@ -134,14 +143,34 @@ class ClusterSlots:
             await slot.give()
 
     async def _take(self, role: Role) -> tuple[int, int]:
+        """One of the role's slots. This replica's turns wait for them in the order they came:
+        only the first tries (a turn that just came never overtakes one that waited), and a slot
+        given back here lets it try again at once."""
+        waiting = self._waiting.setdefault(role.name, collections.deque())
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiting.append(mine)
+        if waiting[0] is mine:
+            mine.set_result(None)
+        try:
+            await mine
+            return await self._try_until_taken(role)
+        finally:
+            waiting.remove(mine)
+            if waiting and not waiting[0].done():
+                waiting[0].set_result(None)
+
+    async def _try_until_taken(self, role: Role) -> tuple[int, int]:
         limit = limit_of(role)
+        given = self._given.setdefault(role.name, asyncio.Event())
         wait = WAIT_FIRST
         while True:
+            given.clear()
             first = random.randrange(limit)
             for step in range(limit):
                 index = (first + step) % limit
                 generation = await self._locks.try_take(role.name, index)
                 if generation is not None:
                     return index, generation
-            await asyncio.sleep(wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(given.wait(), wait)
             wait = min(wait * 2, WAIT_MOST)
