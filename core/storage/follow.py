@@ -199,8 +199,10 @@ class Follower:
         """The newest positions this process committed (what it announces)."""
         self._unannounced: list[AnyEvent] = []
         """Events committed here since the last announcement, for it to carry."""
-        self._unannounced_tasks = False
-        """Whether task events were committed here since then (it carries nothing then)."""
+        self._uncarried = False
+        """Whether the next announcement carries nothing: task events were committed here
+        since the last one, or more events than it could carry (`HELD_MOST`: the announcements
+        stopped while the notifications connection was down)."""
         self._held: dict[int, AnyEvent] = {}
         """Events heard of or committed here that wait behind a gap, by position."""
         self._heard_heads = Heads(0, 0)
@@ -254,7 +256,9 @@ class Follower:
         self._committed_here = self._committed_here.newest(here)
         self._heard_heads = self._heard_heads.newest(here)
         self._unannounced += events
-        self._unannounced_tasks |= bool(task_events)
+        self._uncarried |= bool(task_events)
+        if len(self._unannounced) > HELD_MOST:
+            self._unannounced, self._uncarried = [], True
         if _follows(events, at.events) and _follows(task_events, at.tasks):
             self._hand_out(at, events, task_events)
         elif not task_events:
@@ -340,11 +344,11 @@ class Follower:
     def _payload(self) -> str:
         """What the announcement says when it is sent: the heads, and the events committed here
         since the last one unless task events were among them."""
-        carried = () if self._unannounced_tasks else self._unannounced
+        carried = () if self._uncarried else self._unannounced
         payload = heads_payload(
             self._committed_here.newest(self._dispatched), self._wall_clock(), carried
         )
-        self._unannounced, self._unannounced_tasks = [], False
+        self._unannounced, self._uncarried = [], False
         return payload
 
     def _heard(self, payload: str) -> None:
