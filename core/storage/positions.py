@@ -307,10 +307,7 @@ def known_final(reads: Transactor, events: int, tasks: int) -> None:
     reads through `reads` then go at least that far. The follower says so of what it handed to
     its listeners (`core.storage.follow`), so that a listener it nudged reads what it was told
     of even while another writer's open batch holds the committed head below it."""
-    known = _KNOWN.get(reads)
-    if known is None or events > known.events or tasks > known.tasks:
-        base = known or Heads(0, 0, 0)
-        _KNOWN[reads] = Heads(max(events, base.events), max(tasks, base.tasks), base.audit)
+    _no_lower(reads, Heads(events, tasks, 0))
 
 
 def follows_on(positions: Sequence[int], after: int) -> bool:

@@ -5,7 +5,10 @@ turn stopped waiting gives its slot back; a replica's turns get a slot in the or
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 from core.engine.host.slots import ClusterSlots
 from core.model.roles.role import Role
@@ -13,61 +16,66 @@ from core.storage.slot_locks import PgTurnSlots
 from tests.waiting import eventually
 
 
-async def test_a_slot_is_held_by_one_turn_even_within_one_replica(pg_url: str) -> None:
-    # A session's advisory locks are re-entrant: without the replica's own bookkeeping, a
-    # second turn of the same replica would be granted the slot the first holds.
+@pytest.fixture
+async def two(pg_url: str) -> AsyncIterator[tuple[PgTurnSlots, PgTurnSlots]]:
+    """The turn slots of two replicas."""
     a, b = PgTurnSlots(pg_url), PgTurnSlots(pg_url)
     try:
-        taken = await a.try_take("writer", 0)
-        assert taken is not None
-        assert await a.try_take("writer", 0) is None
-        assert await b.try_take("writer", 0) is None
-        assert await a.try_take("writer", 1) is not None
-        await a.give_back("writer", 0, taken)
-        assert await b.try_take("writer", 0) is not None
-        assert await a.try_take("writer", 0) is None
+        yield a, b
     finally:
         await a.close()
         await b.close()
 
 
-async def test_what_turns_ask_at_once_goes_in_one_round_trip(pg_url: str) -> None:
-    slots, other = PgTurnSlots(pg_url), PgTurnSlots(pg_url)
-    try:
-        assert await slots.try_take("warm", 0) is not None  # the connection is open
-        sent: list[str] = []
-
-        def logged(query: Any) -> None:
-            sent.append(query.query)
-
-        slots._connection.add_query_logger(logged)  # type: ignore[union-attr]
-        got = await asyncio.gather(*(slots.try_take("many", i) for i in range(20)))
-        assert len(sent) == 1
-        assert all(g is not None for g in got)
-        assert [await other.try_take("many", i) for i in range(20)] == [None] * 20
-        sent.clear()
-        await asyncio.gather(*(slots.give_back("many", i, g) for i, g in enumerate(got) if g))
-        assert len(sent) == 1
-        assert all([await other.try_take("many", i) for i in range(20)])
-    finally:
-        await slots.close()
-        await other.close()
+async def test_a_slot_is_held_by_one_turn_even_within_one_replica(
+    two: tuple[PgTurnSlots, PgTurnSlots],
+) -> None:
+    # A session's advisory locks are re-entrant: without the replica's own bookkeeping, a
+    # second turn of the same replica would be granted the slot the first holds.
+    a, b = two
+    taken = await a.try_take("writer", 0)
+    assert taken is not None
+    assert await a.try_take("writer", 0) is None
+    assert await b.try_take("writer", 0) is None
+    assert await a.try_take("writer", 1) is not None
+    await a.give_back("writer", 0, taken)
+    assert await b.try_take("writer", 0) is not None
+    assert await a.try_take("writer", 0) is None
 
 
-async def test_a_take_whose_turn_stopped_waiting_gives_the_slot_back(pg_url: str) -> None:
-    slots, other = PgTurnSlots(pg_url), PgTurnSlots(pg_url)
-    try:
-        asking = asyncio.ensure_future(slots.try_take("cancelled", 0))
-        await asyncio.sleep(0)  # asked, not yet answered
-        asking.cancel()
+async def test_what_turns_ask_at_once_goes_in_one_round_trip(
+    two: tuple[PgTurnSlots, PgTurnSlots],
+) -> None:
+    slots, other = two
+    assert await slots.try_take("warm", 0) is not None  # the connection is open
+    sent: list[str] = []
 
-        async def free_again() -> bool:
-            return await other.try_take("cancelled", 0) is not None
+    def logged(query: Any) -> None:
+        sent.append(query.query)
 
-        await eventually(free_again, what="the slot given back")
-    finally:
-        await slots.close()
-        await other.close()
+    slots._connection.add_query_logger(logged)  # type: ignore[union-attr]
+    got = await asyncio.gather(*(slots.try_take("many", i) for i in range(20)))
+    assert len(sent) == 1
+    assert all(g is not None for g in got)
+    assert [await other.try_take("many", i) for i in range(20)] == [None] * 20
+    sent.clear()
+    await asyncio.gather(*(slots.give_back("many", i, g) for i, g in enumerate(got) if g))
+    assert len(sent) == 1
+    assert all([await other.try_take("many", i) for i in range(20)])
+
+
+async def test_a_take_whose_turn_stopped_waiting_gives_the_slot_back(
+    two: tuple[PgTurnSlots, PgTurnSlots],
+) -> None:
+    slots, other = two
+    asking = asyncio.ensure_future(slots.try_take("cancelled", 0))
+    await asyncio.sleep(0)  # asked, not yet answered
+    asking.cancel()
+
+    async def free_again() -> bool:
+        return await other.try_take("cancelled", 0) is not None
+
+    await eventually(free_again, what="the slot given back")
 
 
 async def test_a_replicas_turns_get_the_roles_slot_in_the_order_they_asked(pg_url: str) -> None:
