@@ -286,6 +286,7 @@ async def database_lifecycle(app: web.Application) -> AsyncIterator[None]:
 async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS_KEY]
     turn_slots = None if is_sqlite(settings.database) else PgTurnSlots(settings.database)
+    cluster_slots = ClusterSlots(turn_slots) if turn_slots is not None else None
     host = RunHost(
         app[DATABASE_KEY],
         app[ROLES_KEY],
@@ -300,7 +301,7 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         tools_url=settings.base_url,
         ownership=_ownership(app),
         tool_budgets=None if is_sqlite(settings.database) else SharedBudgets(app[DATABASE_KEY]),
-        slots=ClusterSlots(turn_slots) if turn_slots is not None else None,
+        slots=cluster_slots,
     )
     await host.start()
     app[HOST_KEY] = host
@@ -308,6 +309,8 @@ async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await host.stop()
+        if cluster_slots is not None:
+            await cluster_slots.close()
         if turn_slots is not None:
             await turn_slots.close()
 

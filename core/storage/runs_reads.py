@@ -11,7 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from core.model.errors import NotFound
 from core.model.participants import Address
@@ -202,13 +216,74 @@ _NEWS = DriverStatement(
     union_all(select(_own), select(_past)), ["thread_id", "viewer", "after", "limit"]
 )
 
+# The news of many runs in one statement (PostgreSQL): the same two reads for each ask of the
+# arrays, each row headed by its ask's number (from 1).
+_ask = (
+    func.unnest(
+        bindparam("thread_ids", type_=ARRAY(String)),
+        bindparam("viewers", type_=ARRAY(String)),
+        bindparam("afters", type_=ARRAY(BigInteger)),
+        bindparam("limits", type_=ARRAY(Integer)),
+    )
+    .table_valued("thread_id", "viewer", "after", "lim", with_ordinality="n")
+    .render_derived(name="ask")
+)
+_own_of_ask = select(_e, threads_reads.RETRACTED).where(
+    _e.c.thread_id == _ask.c.thread_id,
+    threads_reads.of_kind(_e.c.kind, EventKind.PARTICIPANT_STATE_CHANGED),
+    _e.c.participant == _ask.c.viewer,
+    _e.c.seq <= _ask.c.after,
+)
+_past_of_ask = (
+    select(_e, threads_reads.RETRACTED)
+    .where(_e.c.thread_id == _ask.c.thread_id, _e.c.seq > _ask.c.after)
+    .order_by(_e.c.seq)
+    .limit(_ask.c.lim)
+    .correlate(_ask)
+)
+_of_ask = union_all(_own_of_ask, _past_of_ask.subquery().select()).subquery().lateral("found")
+_NEWS_OF_MANY = DriverStatement(
+    select(_ask.c.n, _of_ask).select_from(_ask).join(_of_ask, true()),
+    ["thread_ids", "viewers", "afters", "limits"],
+)
+
 
 def news(
     conn: Connection, thread_id: ThreadId, viewer: Address, after: int, limit: int
 ) -> TimelinePage:
     """The events past `after` that `viewer` (a member) may see, oldest first, at most `limit`
     read; `next` is the last `seq` read, seen or not."""
-    rows = _NEWS.rows(conn, (thread_id, viewer, after, limit + 1))
+    return _page(_NEWS.rows(conn, (thread_id, viewer, after, limit + 1)), viewer, after, limit)
+
+
+def news_of_runs(conn: Connection, runs: Sequence[Run], limit: int) -> list[TimelinePage]:
+    """`news` of each conversation run (for its role, past its cursor), in order: on
+    PostgreSQL in one statement for them all, elsewhere one each."""
+    asks: list[tuple[ThreadId, Address, int]] = []
+    for run in runs:
+        assert run.thread_id is not None, "only conversation runs read a thread"
+        asks.append((run.thread_id, run.role_address, run.cursor))
+    if conn.dialect.name != "postgresql" or len(asks) < 2:
+        return [news(conn, thread_id, viewer, after, limit) for thread_id, viewer, after in asks]
+    rows = _NEWS_OF_MANY.rows(
+        conn,
+        (
+            [t for t, _, _ in asks],
+            [viewer for _, viewer, _ in asks],
+            [after for _, _, after in asks],
+            [limit + 1] * len(asks),
+        ),
+    )
+    each: list[list[Sequence[Any]]] = [[] for _ in asks]
+    for row in rows:
+        each[row[0] - 1].append(row[1:])
+    return [
+        _page(found, viewer, after, limit)
+        for found, (_, viewer, after) in zip(each, asks, strict=True)
+    ]
+
+
+def _page(rows: Sequence[Sequence[Any]], viewer: Address, after: int, limit: int) -> TimelinePage:
     events = sorted((threads_reads.event_of(row) for row in rows), key=lambda e: e.seq)
     windows = blackouts(own_changes(viewer, events))
     read = [e for e in events if e.seq > after]
@@ -221,14 +296,20 @@ def news(
 
 
 def turn_input(
-    conn: Connection, current: Run, limit: int, recent: int, tasks_upto: int | None
+    conn: Connection,
+    current: Run,
+    limit: int,
+    recent: int,
+    tasks_upto: int | None,
+    page: TimelinePage | None = None,
 ) -> TurnInput:
     """The driver's read for one turn of `current` (as the host last knew it); task news only
     given `tasks_upto`, the task events' committed head (the host knows when there may be
-    some)."""
+    some). `page`: its `news`, when read already (`news_of_runs`)."""
     assert current.thread_id is not None, "only conversation runs read a thread"
     role = current.role_address
-    page = news(conn, current.thread_id, role, current.cursor, limit)
+    if page is None:
+        page = news(conn, current.thread_id, role, current.cursor, limit)
     opening = None
     subscribed: list[Task] = []
     if not current.session.opened:

@@ -231,11 +231,17 @@ class SqlRunRepository:
         error."""
 
         def read_all(c: Connection, heads: Heads | None) -> list[TurnInput | Exception]:
+            try:
+                pages: Sequence[TimelinePage | None] = runs_reads.news_of_runs(
+                    c, [run for run, _ in requests], limit
+                )
+            except Exception:  # each read on its own, answering with its own error
+                pages = [None] * len(requests)
             answers: list[TurnInput | Exception] = []
-            for run, with_tasks in requests:
+            for (run, with_tasks), page in zip(requests, pages, strict=True):
                 upto = heads.tasks if heads is not None and with_tasks else None
                 try:
-                    answers.append(runs_reads.turn_input(c, run, limit, recent, upto))
+                    answers.append(runs_reads.turn_input(c, run, limit, recent, upto, page))
                 except Exception as error:
                     answers.append(error)
             return answers

@@ -86,6 +86,19 @@ class PgTurnSlots:
     async def give_back(self, role: str, index: int, generation: int) -> None:
         await self._ask(_Ask(False, (slot_key(role), index), generation))
 
+    def holds(self, role: str, index: int, generation: int) -> bool:
+        """Whether slot `index` of `role`, taken under `generation`, is still this replica's
+        on the server, as far as can be known without asking: taken on the connection that is
+        still open. (A connection the server closed a moment ago may not be known to be closed
+        yet — the same as for a slot a running turn holds.)"""
+        connection = self._connection
+        return (
+            generation == self.generation
+            and connection is not None
+            and not connection.is_closed()
+            and (slot_key(role), index) in self._held
+        )
+
     def _ask(self, ask: _Ask) -> asyncio.Future[int | None]:
         self._asked.append(ask)
         if self._flight is None or self._flight.done():

@@ -1,6 +1,9 @@
 """Turn slots in PostgreSQL (`core.storage.slot_locks`): a slot is one turn's in the whole
 cluster, a replica's own included; what is asked at once goes in one round trip; a take whose
-turn stopped waiting gives its slot back; a replica's turns get a slot in the order they asked."""
+turn stopped waiting gives its slot back; a replica's turns get a slot in the order they asked;
+a slot a turn gave back is kept for the role's next turn on the replica — held on the server all
+along, never once its connection is gone, given back when unused, after `HELD_MOST` and at
+close."""
 
 from __future__ import annotations
 
@@ -8,12 +11,23 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import pytest
 
 from core.engine.host.slots import ClusterSlots
 from core.model.roles.role import Role
 from core.storage.slot_locks import PgTurnSlots
 from tests.waiting import eventually
+
+SERIAL = Role.model_validate(
+    {
+        "name": "serial",
+        "display_name": "Serial",
+        "runtime": {"kind": "builtin", "agent": "echo"},
+        "concurrent_threads": False,
+    }
+)
+"""A role of one slot: slot 0."""
 
 
 @pytest.fixture
@@ -81,14 +95,7 @@ async def test_a_take_whose_turn_stopped_waiting_gives_the_slot_back(
 async def test_a_replicas_turns_get_the_roles_slot_in_the_order_they_asked(pg_url: str) -> None:
     """With every slot taken, a turn that comes later never overtakes one that waits: without
     the order, under contention, a waiting turn could be passed over for as long as it lasts."""
-    role = Role.model_validate(
-        {
-            "name": "serial",
-            "display_name": "Serial",
-            "runtime": {"kind": "builtin", "agent": "echo"},
-            "concurrent_threads": False,
-        }
-    )
+    role = SERIAL
     locks = PgTurnSlots(pg_url)
     slots = ClusterSlots(locks)
     order: list[str] = []
@@ -117,3 +124,104 @@ async def test_a_replicas_turns_get_the_roles_slot_in_the_order_they_asked(pg_ur
         assert order == ["a", "b", "c"]
     finally:
         await locks.close()
+
+
+def _statements(locks: PgTurnSlots) -> list[str]:
+    """What is sent on the slots' connection from now on (it is open)."""
+    sent: list[str] = []
+    assert locks._connection is not None
+    locks._connection.add_query_logger(lambda query: sent.append(query.query))
+    return sent
+
+
+async def _given_back_to_the_server(other: PgTurnSlots) -> None:
+    """Until the other replica can take the serial role's slot."""
+
+    async def free_again() -> bool:
+        return await other.try_take("serial", 0) is not None
+
+    await eventually(free_again, what="the slot given back to the server")
+
+
+async def _one_turn(slots: ClusterSlots) -> None:
+    async with slots.turn(SERIAL):
+        pass
+
+
+async def test_the_next_turn_takes_the_slot_the_last_gave_back_without_a_round_trip(
+    two: tuple[PgTurnSlots, PgTurnSlots],
+) -> None:
+    locks, other = two
+    slots = ClusterSlots(locks, warm_for=3600)
+    await _one_turn(slots)
+    sent = _statements(locks)
+    assert await other.try_take("serial", 0) is None  # kept: still held on the server
+    async with slots.turn(SERIAL):
+        assert await other.try_take("serial", 0) is None
+    await _one_turn(slots)
+    assert sent == []
+
+
+@pytest.mark.parametrize(
+    ("warm_for", "held_most"),
+    [(0.05, 3600.0), (3600.0, 0.0)],
+    ids=["kept-unused-past-warm_for", "passed-on-past-held_most"],
+)
+async def test_a_kept_slot_goes_back_to_the_server(
+    two: tuple[PgTurnSlots, PgTurnSlots], warm_for: float, held_most: float
+) -> None:
+    """Unused for `warm_for`, or held since its take for `held_most`."""
+    locks, other = two
+    slots = ClusterSlots(locks, warm_for=warm_for, held_most=held_most)
+    await _one_turn(slots)
+    await _given_back_to_the_server(other)
+
+
+async def test_closing_gives_the_kept_slots_back(two: tuple[PgTurnSlots, PgTurnSlots]) -> None:
+    locks, other = two
+    slots = ClusterSlots(locks, warm_for=3600)
+    await _one_turn(slots)
+    await slots.close()
+    assert await other.try_take("serial", 0) is not None
+
+
+async def test_a_kept_slot_whose_connection_is_gone_is_not_handed_on(
+    pg_url: str, two: tuple[PgTurnSlots, PgTurnSlots]
+) -> None:
+    """The server let go of the slot with the connection: another replica may hold it now,
+    so the next turn here takes it on the server, and waits while the other holds it."""
+    locks, other = two
+    slots = ClusterSlots(locks, warm_for=3600)
+    await _one_turn(slots)
+    assert locks._connection is not None
+    backend = locks._connection.get_server_pid()
+    admin = await asyncpg.connect(pg_url.replace("+asyncpg", ""))
+    try:
+        await admin.execute("SELECT pg_terminate_backend($1)", backend)
+    finally:
+        await admin.close()
+    connection = locks._connection
+    await eventually(connection.is_closed, what="the slots' connection seen closed")
+
+    held: list[int] = []
+
+    async def taken_by_the_other() -> bool:
+        taken = await other.try_take("serial", 0)
+        held.extend([] if taken is None else [taken])
+        return taken is not None
+
+    await eventually(taken_by_the_other, what="the other replica holding the slot")
+    given_back = False
+
+    async def turn_here() -> bool:
+        async with slots.turn(SERIAL):
+            return given_back
+
+    here = asyncio.ensure_future(turn_here())
+    await eventually(
+        lambda: here.done() or len(slots._waiting.get("serial", ())) == 1,
+        what="the turn trying for the slot",
+    )
+    given_back = True
+    await other.give_back("serial", 0, held[0])
+    assert await here, "the turn ran while the other replica held the slot"
