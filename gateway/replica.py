@@ -144,13 +144,15 @@ async def _beat_forever(app: web.Application, me: ThisReplica) -> None:
 async def beat(app: web.Application, me: ThisReplica) -> None:
     """One heartbeat: renew, then let go of what was lost and take over what was left."""
     database = app[DATABASE_KEY]
-    held = await database.replicas.beat(me.id, ttl=me.ttl)
+    beaten = await database.replicas.beat(me.id, ttl=me.ttl)
+    held = beaten.held
     me.last_beat = asyncio.get_running_loop().time()
     me.delivery_leases = sum(1 for kind, _ in held if kind != LeaseKind.RUN.value)
     host = app.get(HOST_KEY)
     offered = 0
     if host is not None:
         host.keep_held({subject for kind, subject in held if kind == LeaseKind.RUN.value})
+        host.holders_alive(beaten.alive)
         offered = await host.take_over()
     for listener in me.on_beat:
         listener(offered)

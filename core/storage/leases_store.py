@@ -176,7 +176,7 @@ class SqlLeases:
             ).first()
             return Lease(holder=row[0], fence=row[1], expires_at=row[2]) if row else None
 
-        return await self._reads.transact(read)
+        return await self._reads.transact_single(read)
 
     async def orphaned_runs(
         self, *, now: int, roles: Sequence[str], limit: int = 1000

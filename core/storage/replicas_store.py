@@ -84,9 +84,18 @@ class Register(NoRuns):
 
 
 @dataclass(frozen=True, slots=True)
+class Beaten:
+    held: list[tuple[str, str]]
+    """(kind, subject) of the leases the replica still holds."""
+    alive: set[str]
+    """The replicas whose heartbeat is within `ttl` (this one's included): a lease one of them
+    holds is being renewed."""
+
+
+@dataclass(frozen=True, slots=True)
 class Beat(NoRuns):
-    """The heartbeat: the replica's row, and every lease it holds renewed for `ttl`. Returns
-    (kind, subject) of the leases it still holds."""
+    """The heartbeat: the replica's row, and every lease it holds renewed for `ttl`; and who
+    else beats."""
 
     replica_id: str
     ttl: int
@@ -95,7 +104,7 @@ class Beat(NoRuns):
     def check(self, batch: BatchView) -> None:
         pass
 
-    def write(self, batch: Batch, plan: None) -> Callable[[], list[tuple[str, str]]]:
+    def write(self, batch: Batch, plan: None) -> Callable[[], Beaten]:
         connection = batch.connection
         connection.execute(
             update(_r)
@@ -103,7 +112,15 @@ class Beat(NoRuns):
             .values(heartbeat_at=batch.now, stopped_at=None)
         )
         held = renew_all(connection, self.replica_id, until=batch.now + self.ttl)
-        return lambda: held
+        alive = set(
+            connection.execute(
+                select(_r.c.id).where(
+                    _r.c.stopped_at.is_(None), _r.c.heartbeat_at > batch.now - self.ttl
+                )
+            ).scalars()
+        )
+        beaten = Beaten(held, alive)
+        return lambda: beaten
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +208,7 @@ class SqlReplicas:
         """`silent_for`: microseconds without a heartbeat after which a replica is gone."""
         await self._writer.run(Register(replica_id, address, silent_for))
 
-    async def beat(self, replica_id: str, *, ttl: int) -> list[tuple[str, str]]:
+    async def beat(self, replica_id: str, *, ttl: int) -> Beaten:
         return await self._writer.run(Beat(replica_id, ttl))
 
     async def stop(self, replica_id: str) -> int:

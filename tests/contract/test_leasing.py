@@ -66,7 +66,7 @@ async def test_a_lease_is_held_by_one_holder_and_each_claim_takes_a_new_fence(
 async def test_an_expired_lease_is_claimable_and_a_renewed_one_is_not(db: Database) -> None:
     old = await db.leases.claim(LeaseKind.SLACK, "echo", "a", GONE)
     assert old is not None
-    assert await db.replicas.beat("a", ttl=HOUR) == [("slack", "echo")]  # a's heartbeat
+    assert (await db.replicas.beat("a", ttl=HOUR)).held == [("slack", "echo")]  # a's heartbeat
     assert await db.leases.claim(LeaseKind.SLACK, "echo", "b", HOUR) is None
     assert await db.leases.claim(LeaseKind.SLACK, "other", "a", GONE) is not None
     taken = await db.leases.claim(LeaseKind.SLACK, "other", "b", HOUR)  # a did not beat

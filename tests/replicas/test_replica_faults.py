@@ -16,6 +16,7 @@ import asyncio
 import random
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -186,6 +187,41 @@ async def test_a_stalled_owner_cannot_commit_its_turns_end(cluster: Cluster) -> 
     assert echoed == ["hi"]  # one reply: the stalled owner's was not committed
     turns = other.call(f"/runs?thread={thread['id']}")["runs"][0]["turns"]
     assert turns == 1
+
+
+async def test_a_run_its_owner_let_go_is_answered_once_that_owner_dies(cluster: Cluster) -> None:
+    """A replica that found a run held by another leaves it to that one while it beats; the
+    holder lets the run go (its session slept) and is killed: the next message is answered by
+    the replica still alive once it sees the heartbeat stopped, not when what it knew of the
+    lease would have run out (a minute)."""
+    (cluster.roles / "echo.yaml").write_text(
+        "name: echo\ndisplay_name: Echo\nruntime: {kind: builtin, agent: echo}\n"
+        "idle_sleep_after: 1\n"
+    )
+    a, b = cluster.start("a", "b", **FAST_TIMEOUT)
+    thread = a.call("/threads", "POST", _pair("ann"))
+    said = f"/threads/{thread['id']}/messages"
+
+    def echoed(count: int) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return len((await said_and_echoed(cluster))[thread["id"]][1]) >= count
+
+        return check
+
+    for n, replica in enumerate((a, b), start=1):  # the second: the non-owner reads the lease
+        replica.call(said, "POST", {"author": "person:ann", "text": f"m{n}"})
+        await eventually(echoed(n), what=f"the reply to m{n}")
+    owner_id = await eventually(lambda: holder_of(cluster, thread["id"]), what="an owner")
+    owner, other = (a, b) if owner_id == "a" else (b, a)
+
+    async def let_go() -> bool:
+        return await holder_of(cluster, thread["id"]) is None
+
+    await eventually(let_go, what="the owner letting the idle run go")
+    cluster.kill(owner)
+    other.call(said, "POST", {"author": "person:ann", "text": "m3"})
+    await eventually(echoed(3), what="the reply from the replica still alive")
+    assert (await said_and_echoed(cluster))[thread["id"]] == (["m1", "m2", "m3"],) * 2
 
 
 async def test_a_cut_listening_connection_is_reopened_and_nothing_is_missed(

@@ -92,6 +92,9 @@ log = logging.getLogger("rolecall.host")
 
 ROLE_CACHE_LIMIT = 100_000
 LOOK_AGAIN_MARGIN = 0.05
+KNOWN_HELD = 60_000_000
+"""µs a run found held by another replica is left to it while that replica beats (its
+heartbeat renews the lease); then, or once its heartbeat stops, it is looked at again."""
 """Seconds after another replica's lease would end that a run nudged meanwhile is looked at."""
 FRESH_WAIT = 2.0
 """Seconds "start fresh" waits for the replica driving the run to let its old session go."""
@@ -563,9 +566,10 @@ class RunHost:
             return False
         claim = await self._owner.claim(live.run_id, thread_id=live.thread_id, now=now)
         if isinstance(claim, HeldElsewhere):  # (what is kept of the run is read again if claimed)
-            live.elsewhere_until = claim.until
+            known = max(claim.until, now + KNOWN_HELD) if claim.holder is not None else claim.until
+            live.elsewhere_until, live.elsewhere_by = known, claim.holder
             return False
-        live.owned, live.elsewhere_until = claim, 0
+        live.owned, live.elsewhere_until, live.elsewhere_by = claim, 0, None
         if claim.fence is not None:
             live.run = None
         return True
@@ -577,7 +581,7 @@ class RunHost:
         def look() -> None:
             live.recheck = None
             if live.missed and self._stop_listening is not None:
-                live.missed, live.elsewhere_until = False, 0
+                live.missed, live.elsewhere_until, live.elsewhere_by = False, 0, None
                 self._wake(live)
 
         live.recheck = asyncio.get_running_loop().call_later(after + LOOK_AGAIN_MARGIN, look)
@@ -588,6 +592,21 @@ class RunHost:
         log.warning("run %s: another replica holds it now; this one lets it go", live.run_id)
         live.owned, live.run = None, None
         await self._sessions.close(live)
+
+    def holders_alive(self, alive: set[str]) -> None:
+        """The replicas whose heartbeat is current (the replica's own heartbeat read them): a
+        run known held by any other is no longer known held — its lease is expiring or was
+        let go — and is looked at at once if nudges came meanwhile."""
+        for live in self._live.values():
+            if live.elsewhere_by is None or live.elsewhere_by in alive:
+                continue
+            live.elsewhere_until, live.elsewhere_by = 0, None
+            if live.recheck is not None:
+                live.recheck.cancel()
+                live.recheck = None
+            if live.missed and self._stop_listening is not None:
+                live.missed = False
+                self._wake(live)
 
     def keep_held(self, held: set[str]) -> None:
         """The replica's heartbeat found these runs still held by it; any other run this host
@@ -610,8 +629,8 @@ class RunHost:
             else:
                 continue
             known = self._live.get(key)
-            if known is not None:
-                known.elsewhere_until = 0  # what it knew of the lease is over: look now
+            if known is not None:  # what it knew of the lease is over: look now
+                known.elsewhere_until, known.elsewhere_by = 0, None
             if orphan.task_id is not None:
                 self.nudge_task(TaskId(orphan.task_id), orphan.role)
             else:

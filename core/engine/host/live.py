@@ -39,8 +39,10 @@ class LiveRun:
     the claim's fence (`core.engine.host.ownership`)."""
     elsewhere_until: int = 0
     """Another replica holds the run until then (µs since the epoch; 0: not known to)."""
+    elsewhere_by: str | None = None
+    """That replica: once its heartbeat stops, what is known of the run is over."""
     missed: bool = False
-    """Nudges came while the run was held elsewhere: look again when that lease would end."""
+    """Nudges came while the run was held elsewhere: look again when that is over."""
     recheck: asyncio.TimerHandle | None = None
     generation: int = 0
     """Bumped by "start fresh": a turn that began before it must not cache its old session."""

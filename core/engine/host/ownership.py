@@ -8,9 +8,10 @@ reads and takes its turns:
   of the lease first (held by another, unexpired: leave it — that replica was nudged too), then
   the claim itself, which a racing replica may win. The run is read again after every claim:
   what another owner committed before is what counts. A run found held elsewhere is not asked
-  about again until that lease would end (`HeldElsewhere.until`): nudges meanwhile are left to
-  its holder, and one look is taken when the lease would end if any came (its holder may have
-  let it go and died since).
+  about again while its holder beats (its heartbeat renews the lease), for a minute at most
+  (`KNOWN_HELD`): nudges meanwhile are left to the holder. Once the holder's heartbeat is seen
+  to have stopped (`RunHost.holders_alive`), or the minute is over, one look is taken if any
+  came (the holder may have let the run go and died since).
 - **Fenced writes.** The end of a turn and a cursor's move name the claim's fence; the writer
   refuses them once the lease was lost (`LeaseLost`): a host that stalled past its lease and
   woke cannot commit a reply, move the cursor, or so post to a channel.
@@ -44,9 +45,11 @@ class Owned:
 @dataclass(frozen=True, slots=True)
 class HeldElsewhere:
     """Another replica holds the run, until `until` (µs; 0: unknown) unless it renews; it was
-    nudged too, so this host need not ask again before then."""
+    nudged too, so this host need not ask again before then — nor after, while `holder` (None:
+    not known) beats: its heartbeat renews the lease."""
 
     until: int
+    holder: str | None = None
 
 
 class Ownership(Protocol):
@@ -96,7 +99,7 @@ class LeasedRuns:
     ) -> Owned | HeldElsewhere:
         lease = await self._leases.get(LeaseKind.RUN, run_id)
         if lease is not None and not lease.claimable_by(self._replica, now=now):
-            return HeldElsewhere(lease.expires_at)  # its holder was nudged too
+            return HeldElsewhere(lease.expires_at, lease.holder)  # it was nudged too
         fence = await self._leases.claim(
             LeaseKind.RUN, run_id, self._replica, self._ttl, thread_id=thread_id
         )
