@@ -15,9 +15,9 @@ become visible in commit order and the counter itself is the head readers may re
   positions increase, and are consecutive unless another writer took some in between; a batch
   rolled back leaves a gap, which readers pass over.
 - Every writer has a row in `stream_writers` (registered, and committed, before its first
-  batch) with a lock key. Each of its batches first takes the transaction-scoped advisory lock
-  (`WRITER_LOCKS`, lock key) — before it takes any position — and, in the statement that takes
-  positions, records in its row the highest it took. The lock goes with the commit or rollback,
+  batch) with a lock key. Each of its batches takes the transaction-scoped advisory lock
+  (`WRITER_LOCKS`, lock key) before it takes any position — in the statement that takes them,
+  which also records in its row the highest it took. The lock goes with the commit or rollback,
   so it is held exactly while the batch may still commit positions; a dead replica's is released
   by the server with its connection.
 - The **committed head** of a stream, what a reader may read to (`committed_heads`): first the
@@ -93,17 +93,26 @@ _ADVANCE = DriverStatement(
 
 
 def _take(stream: str) -> DriverStatement:
+    """The writer's lock, then `n` positions from the sequence, recorded in the writer's row:
+    one statement. Each position is computed only from a row of the lock's (a CASE on it), so
+    no `nextval` runs before the lock is held."""
     column, sequence = _COLUMNS[stream].name, schema.POSITION_SEQUENCES[stream]
     return DriverStatement(
         text(
-            f"WITH taken AS (SELECT nextval('{sequence}') AS p FROM generate_series(1, :n)) "
+            "WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(:a, :b)::text AS locked), "
+            f"taken AS (SELECT CASE WHEN locked IS NOT NULL THEN nextval('{sequence}') END AS p "
+            "FROM held, generate_series(1, :n)) "
             f"UPDATE stream_writers SET {column} = GREATEST({column}, "
             "(SELECT max(p) FROM taken)), used_at = :now WHERE writer = :w "
             "RETURNING (SELECT array_agg(p ORDER BY p) FROM taken)"
         ).bindparams(
-            bindparam("n", type_=Integer), bindparam("now", type_=BigInteger), bindparam("w")
+            bindparam("a", type_=Integer),
+            bindparam("b", type_=Integer),
+            bindparam("n", type_=Integer),
+            bindparam("now", type_=BigInteger),
+            bindparam("w"),
         ),
-        ["n", "now", "w"],
+        ["a", "b", "n", "now", "w"],
     )
 
 
@@ -173,7 +182,9 @@ def _forget_unused(connection: Connection, now: int) -> None:
 
 
 def open_batch(connection: Connection, writer: PgWriter) -> None:
-    """First statement of each of the writer's batches: hold its lock until the batch ends."""
+    """Hold the writer's lock until the batch ends, from now (each `take` holds it from its
+    positions on anyway: a batch that savepoints must take it before its first savepoint, which
+    would give back a lock taken inside it)."""
     connection.execute(
         text("SELECT pg_advisory_xact_lock(:a, :b)"), {"a": WRITER_LOCKS, "b": writer.lock_key}
     )
@@ -183,13 +194,15 @@ def take(
     connection: Connection, stream: str, count: int, writer: PgWriter | None, now: int
 ) -> list[int]:
     """`count` new positions of `stream`, increasing: from its sequence and recorded in the
-    writer's row, with when (PostgreSQL, `writer` given, its batch opened by `open_batch`), or
-    from its counter row (SQLite)."""
+    writer's row, with when, the writer's lock held from before them to the batch's end
+    (PostgreSQL, `writer` given), or from its counter row (SQLite)."""
     if writer is None:
         end = int(_ADVANCE.scalar(connection, (stream, count)))
         return list(range(end - count + 1, end + 1))
     try:
-        taken = _TAKE[stream].scalar(connection, (count, now, writer.writer))
+        taken = _TAKE[stream].scalar(
+            connection, (WRITER_LOCKS, writer.lock_key, count, now, writer.writer)
+        )
     except LookupError:  # no row updated: the writer's row is gone
         raise WriterGone(f"the writer {writer.writer} is no longer registered") from None
     return [int(p) for p in taken]

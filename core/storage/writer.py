@@ -258,9 +258,8 @@ def _apply(
 ) -> Done:
     """The quick way: every command is carried out in one batch, then one flush writes it all.
     Any exception (a refusal included: the commands before it have written) rolls it all back,
-    as `_Raised` — but a writer found gone fails the batch as it is."""
-    if writer is not None:
-        positions.open_batch(connection, writer)
+    as `_Raised` — but a writer found gone fails the batch as it is. (The writer's lock is
+    taken with the batch's first positions.)"""
     batch = Batch(connection, now, writer)
     try:
         batch.load([tid for command in commands for tid in command.thread_ids])

@@ -3,7 +3,8 @@ one writer holds every reader below the positions it may commit, however many la
 other writers have committed; its commit, or its rollback (its connection gone, as when its
 replica dies), lets the readers on at once; and no reader ever resumes past a position that is
 committed after it read — nor does a webhook endpoint or a task subscription that begins while
-another writer's batch is open."""
+another writer's batch is open. A take waiting for its writer's lock has handed out no
+position yet."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from core.model.endpoints import Filters, new_secret
@@ -28,13 +31,13 @@ ANN = parse_address("person:ann")
 async def open_batch(
     url: str, stream: str = "events"
 ) -> AsyncIterator[tuple[AsyncConnection, list[int]]]:
-    """Another writer's batch, left open after taking one position of `stream`."""
+    """Another writer's batch, left open after taking one position of `stream` (its first
+    statement: the take holds the writer's lock itself)."""
     engine = create_async_engine(url, isolation_level="READ COMMITTED")
     try:
         async with engine.connect() as connection:
             writer = await connection.run_sync(lambda c: positions.register_writer(c, 0))
             await connection.commit()
-            await connection.run_sync(lambda c: positions.open_batch(c, writer))
             taken = await connection.run_sync(lambda c: positions.take(c, stream, 1, writer, 0))
             yield connection, taken
     finally:
@@ -115,3 +118,30 @@ async def test_a_subscription_begins_below_a_task_event_another_writer_may_still
         [subscriber], _ = await pg.subscriptions.subscribers(task.id)
         assert subscriber.since == held - 1 < later.position
         await other.commit()
+
+
+async def test_a_take_waiting_for_its_writers_lock_has_taken_no_position(
+    pg: Database, database_url: str
+) -> None:
+    """The lock comes before the positions, in the one statement: a position handed out before
+    the lock is held would be one that readers could pass while it is still uncommitted."""
+    engine = create_async_engine(database_url, isolation_level="READ COMMITTED")
+    try:
+        async with engine.connect() as holder, engine.connect() as taker:
+            writer = await taker.run_sync(lambda c: positions.register_writer(c, 0))
+            await taker.commit()
+            await holder.execute(
+                text("SELECT pg_advisory_xact_lock(:a, :b)"),
+                {"a": positions.WRITER_LOCKS, "b": writer.lock_key},
+            )
+            before = await holder.run_sync(positions.handed_out)
+            await taker.execute(text("SET LOCAL statement_timeout = 200"))
+            with pytest.raises(DBAPIError, match="statement timeout"):
+                await taker.run_sync(lambda c: positions.take(c, "events", 3, writer, 0))
+            await taker.rollback()
+            assert await holder.run_sync(positions.handed_out) == before
+            await holder.rollback()
+            taken = await taker.run_sync(lambda c: positions.take(c, "events", 3, writer, 0))
+            assert taken == [before.events + 1, before.events + 2, before.events + 3]
+    finally:
+        await engine.dispose()
