@@ -256,15 +256,16 @@ def news(
     return _page(_NEWS.rows(conn, (thread_id, viewer, after, limit + 1)), viewer, after, limit)
 
 
-def news_of_runs(conn: Connection, runs: Sequence[Run], limit: int) -> list[TimelinePage]:
-    """`news` of each conversation run (for its role, past its cursor), in order: on
-    PostgreSQL in one statement for them all, elsewhere one each."""
+def news_of_runs(conn: Connection, runs: Sequence[Run], limit: int) -> list[TimelinePage] | None:
+    """`news` of each conversation run (for its role, past its cursor), in order, in one
+    statement for them all — on PostgreSQL, for more than one run; None otherwise, where each
+    read on its own costs no more (and fails alone)."""
+    if conn.dialect.name != "postgresql" or len(runs) < 2:
+        return None
     asks: list[tuple[ThreadId, Address, int]] = []
     for run in runs:
         assert run.thread_id is not None, "only conversation runs read a thread"
         asks.append((run.thread_id, run.role_address, run.cursor))
-    if conn.dialect.name != "postgresql" or len(asks) < 2:
-        return [news(conn, thread_id, viewer, after, limit) for thread_id, viewer, after in asks]
     rows = _NEWS_OF_MANY.rows(
         conn,
         (

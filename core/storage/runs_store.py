@@ -232,11 +232,10 @@ class SqlRunRepository:
 
         def read_all(c: Connection, heads: Heads | None) -> list[TurnInput | Exception]:
             try:
-                pages: Sequence[TimelinePage | None] = runs_reads.news_of_runs(
-                    c, [run for run, _ in requests], limit
-                )
-            except Exception:  # each read on its own, answering with its own error
-                pages = [None] * len(requests)
+                together = runs_reads.news_of_runs(c, [run for run, _ in requests], limit)
+            except Exception as error:  # one statement read them all: its failure is theirs
+                return [error for _ in requests]
+            pages: Sequence[TimelinePage | None] = together or [None] * len(requests)
             answers: list[TurnInput | Exception] = []
             for (run, with_tasks), page in zip(requests, pages, strict=True):
                 upto = heads.tasks if heads is not None and with_tasks else None
