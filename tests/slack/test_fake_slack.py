@@ -325,7 +325,8 @@ async def test_an_answer_late_beyond_the_timeout_has_still_posted(fake_slack: Fa
 
     [call] = fake_slack.calls("chat.postMessage")
     assert call.ok and call.delayed == 30
-    history = await impatient.conversations_history(channel=dm)
+    patient = AsyncWebClient(token=fake_slack.bot.token, base_url=fake_slack.api_url)
+    history = await patient.conversations_history(channel=dm)
     assert [m["text"] for m in history["messages"]] == ["did it go?"]
 
 
