@@ -235,7 +235,9 @@ class SqlRunRepository:
                 together = runs_reads.news_of_runs(c, [run for run, _ in requests], limit)
             except Exception as error:  # one statement read them all: its failure is theirs
                 return [error for _ in requests]
-            pages: Sequence[TimelinePage | None] = together or [None] * len(requests)
+            pages: Sequence[TimelinePage | None] = (
+                [None] * len(requests) if together is None else together
+            )
             answers: list[TurnInput | Exception] = []
             for (run, with_tasks), page in zip(requests, pages, strict=True):
                 upto = heads.tasks if heads is not None and with_tasks else None
